@@ -1,0 +1,300 @@
+"""GPU architectures as data.
+
+Every architectural number the emulator uses (warp size, limits, register and shared-memory allocation
+rules, banks, sectors, SM count, clocks, bandwidths, latencies) lives here, one frozen `Arch` per GPU.
+Nothing else in jaxsimt hard-codes such a number: models take an `Arch` (or its name) and read it.
+
+Sources: the seeds (G80: 16 banks evaluated per half-warp, 8192 registers and 16 KB shared memory per SM;
+Fermi: 32 banks, 32K registers, 48/16 KB shared/L1 split, 768 KB L2), NVIDIA's CUDA occupancy calculator
+(`cuda_occupancy.h`: allocation units and granularities per compute capability) and the CUDA programming
+guide's table of per-compute-capability limits. Timing figures (latencies, bandwidths) are starting
+points for the cost and timing models, meant to be calibrated, not hardware facts.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Latencies (cycles), issue intervals and bandwidths: the numbers a timing model fits.
+
+    Kept apart from the structural fields so that a model can turn them into a pytree of floats
+    (`dataclasses.asdict`) and differentiate or vmap over them.
+    """
+
+    clock_ghz: float  # SM clock used to convert cycles to time
+    alu_latency: float  # integer / logic / fp32 add-mul
+    fma_latency: float
+    sfu_latency: float  # rcp, sqrt, ex2, lg2, sin, cos
+    tensor_latency: float  # one mma.sync
+    shared_latency: float  # shared-memory load, no conflict
+    l1_latency: float  # global load hitting L1
+    l2_latency: float
+    dram_latency: float
+    fp32_lanes_per_sm: float  # FP32 FMA lanes per SM (issue rate in thread-FMAs per cycle)
+    sfu_lanes_per_sm: float
+    lsu_lanes_per_sm: float
+    tensor_flops_per_cycle_per_sm: float  # dense f16/bf16 with f32 accumulate (FLOPs = 2 x MACs)
+    shared_bytes_per_cycle_per_sm: float  # one wavefront per cycle x bank count x bank width
+    l2_bytes_per_cycle: float  # whole chip
+    dram_gbytes_per_s: float  # whole chip, GB/s
+
+
+@dataclass(frozen=True)
+class Arch:
+    """One GPU architecture. All sizes in bytes unless the name says otherwise."""
+
+    name: str  # lowercase identifier used on every interface: g80, fermi, h100, h200
+    display_name: str
+    compute_capability: tuple[int, int]
+
+    # --- execution ---
+    warp_size: int
+    num_sms: int
+    warp_schedulers_per_sm: int
+    its_default: bool  # whether the hardware has Independent Thread Scheduling (Volta+);
+    # the emulator's default execution mode is still the reconvergence stack (see CONTRACTS)
+
+    # --- launch limits ---
+    max_threads_per_block: int
+    max_block_dim: tuple[int, int, int]
+    max_grid_dim: tuple[int, int, int]
+
+    # --- per-SM residency limits (occupancy) ---
+    max_threads_per_sm: int
+    max_warps_per_sm: int
+    max_blocks_per_sm: int
+    registers_per_sm: int  # 32-bit registers
+    max_registers_per_block: int
+    max_registers_per_thread: int
+    register_alloc_unit: int  # registers are allocated in units of this many
+    register_alloc_per: str  # "warp" (units per warp) or "block" (units per block, G80/GT200)
+    warp_alloc_granularity: int  # warps of a block are allocated in multiples of this (register limit)
+    shared_mem_per_sm: int  # largest shared-memory carve-out
+    shared_mem_per_block: int  # default per-block limit (without opt-in)
+    shared_mem_per_block_optin: int  # per-block limit with cudaFuncAttributeMaxDynamicSharedMemorySize
+    shared_mem_alloc_unit: int
+    reserved_shared_mem_per_block: int  # driver reservation per block (sm_80+: 1 KB)
+    shared_carveouts_kb: tuple[int, ...]  # shared-memory sizes the L1/shared split allows per SM
+    l1_plus_shared_per_sm: int  # unified L1 + shared storage per SM
+
+    # --- shared memory banks ---
+    shared_banks: int
+    bank_width: int  # bytes per bank word
+    bank_group_threads: int  # threads evaluated together for conflicts: 16 (half-warp, G80) or 32
+
+    # --- global memory ---
+    coalescing: str  # "g80_segments" | "fermi_lines" | "sectors"
+    sector_size: int
+    line_size: int
+    l2_size: int
+    alloc_alignment: int  # base alignment of allocations (what cudaMalloc guarantees: 256)
+
+    # --- register file banks (issue 9) ---
+    register_banks: int
+
+    timing: Timing = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def max_shared_carveout(self) -> int:
+        return max(self.shared_carveouts_kb) * 1024
+
+    def replace(self, **kw) -> "Arch":
+        return dataclasses.replace(self, **kw)
+
+
+G80 = Arch(
+    name="g80",
+    display_name="NVIDIA G80 (GeForce 8800 GTX)",
+    compute_capability=(1, 0),
+    warp_size=32,
+    num_sms=16,
+    warp_schedulers_per_sm=1,
+    its_default=False,
+    max_threads_per_block=512,
+    max_block_dim=(512, 512, 64),
+    max_grid_dim=(65535, 65535, 1),
+    max_threads_per_sm=768,
+    max_warps_per_sm=24,
+    max_blocks_per_sm=8,
+    registers_per_sm=8192,
+    max_registers_per_block=8192,
+    max_registers_per_thread=124,
+    register_alloc_unit=256,
+    register_alloc_per="block",
+    warp_alloc_granularity=2,
+    shared_mem_per_sm=16384,
+    shared_mem_per_block=16384,
+    shared_mem_per_block_optin=16384,
+    shared_mem_alloc_unit=512,
+    reserved_shared_mem_per_block=0,
+    shared_carveouts_kb=(16,),
+    l1_plus_shared_per_sm=16384,
+    shared_banks=16,
+    bank_width=4,
+    bank_group_threads=16,
+    coalescing="g80_segments",
+    sector_size=32,
+    line_size=128,
+    l2_size=0,
+    alloc_alignment=256,
+    register_banks=4,
+    timing=Timing(
+        clock_ghz=1.35,
+        alu_latency=4 * 6.0,  # 8 SPs execute a warp in 4 cycles; ~24-cycle pipeline
+        fma_latency=24.0,
+        sfu_latency=32.0,
+        tensor_latency=0.0,
+        shared_latency=36.0,
+        l1_latency=400.0,
+        l2_latency=400.0,
+        dram_latency=500.0,
+        fp32_lanes_per_sm=8.0,
+        sfu_lanes_per_sm=2.0,
+        lsu_lanes_per_sm=8.0,
+        tensor_flops_per_cycle_per_sm=0.0,
+        shared_bytes_per_cycle_per_sm=16 * 4 / 2.0,
+        l2_bytes_per_cycle=64.0,
+        dram_gbytes_per_s=86.4,
+    ),
+)
+
+FERMI = Arch(
+    name="fermi",
+    display_name="NVIDIA Fermi GF100 (GeForce GTX 480)",
+    compute_capability=(2, 0),
+    warp_size=32,
+    num_sms=15,
+    warp_schedulers_per_sm=2,
+    its_default=False,
+    max_threads_per_block=1024,
+    max_block_dim=(1024, 1024, 64),
+    max_grid_dim=(65535, 65535, 65535),
+    max_threads_per_sm=1536,
+    max_warps_per_sm=48,
+    max_blocks_per_sm=8,
+    registers_per_sm=32768,
+    max_registers_per_block=32768,
+    max_registers_per_thread=63,
+    register_alloc_unit=64,
+    register_alloc_per="warp",
+    warp_alloc_granularity=2,
+    shared_mem_per_sm=49152,
+    shared_mem_per_block=49152,
+    shared_mem_per_block_optin=49152,
+    shared_mem_alloc_unit=128,
+    reserved_shared_mem_per_block=0,
+    shared_carveouts_kb=(16, 48),
+    l1_plus_shared_per_sm=65536,
+    shared_banks=32,
+    bank_width=4,
+    bank_group_threads=32,
+    coalescing="fermi_lines",
+    sector_size=32,
+    line_size=128,
+    l2_size=768 * 1024,
+    alloc_alignment=256,
+    register_banks=4,
+    timing=Timing(
+        clock_ghz=1.401,
+        alu_latency=18.0,
+        fma_latency=18.0,
+        sfu_latency=36.0,
+        tensor_latency=0.0,
+        shared_latency=48.0,
+        l1_latency=80.0,
+        l2_latency=310.0,
+        dram_latency=600.0,
+        fp32_lanes_per_sm=32.0,
+        sfu_lanes_per_sm=4.0,
+        lsu_lanes_per_sm=16.0,
+        tensor_flops_per_cycle_per_sm=0.0,
+        shared_bytes_per_cycle_per_sm=32 * 4 / 2.0,
+        l2_bytes_per_cycle=384.0,
+        dram_gbytes_per_s=177.4,
+    ),
+)
+
+_HOPPER_COMMON = dict(
+    warp_size=32,
+    warp_schedulers_per_sm=4,
+    its_default=True,
+    max_threads_per_block=1024,
+    max_block_dim=(1024, 1024, 64),
+    max_grid_dim=(2**31 - 1, 65535, 65535),
+    max_threads_per_sm=2048,
+    max_warps_per_sm=64,
+    max_blocks_per_sm=32,
+    registers_per_sm=65536,
+    max_registers_per_block=65536,
+    max_registers_per_thread=255,
+    register_alloc_unit=256,
+    register_alloc_per="warp",
+    warp_alloc_granularity=4,
+    shared_mem_per_sm=233472,  # 228 KB carve-out maximum
+    shared_mem_per_block=49152,
+    shared_mem_per_block_optin=232448,  # 227 KB
+    shared_mem_alloc_unit=128,
+    reserved_shared_mem_per_block=1024,
+    shared_carveouts_kb=(0, 8, 16, 32, 64, 100, 132, 164, 196, 228),
+    l1_plus_shared_per_sm=256 * 1024,
+    shared_banks=32,
+    bank_width=4,
+    bank_group_threads=32,
+    coalescing="sectors",
+    sector_size=32,
+    line_size=128,
+    alloc_alignment=256,
+    register_banks=2,
+)
+
+_HOPPER_TIMING = dict(
+    alu_latency=4.0,
+    fma_latency=4.0,
+    sfu_latency=18.0,
+    tensor_latency=32.0,
+    shared_latency=30.0,
+    l1_latency=38.0,
+    l2_latency=260.0,
+    dram_latency=520.0,
+    fp32_lanes_per_sm=128.0,
+    sfu_lanes_per_sm=16.0,
+    lsu_lanes_per_sm=32.0,
+    tensor_flops_per_cycle_per_sm=4096.0,  # dense f16/bf16 mma.sync-class rate (wgmma reaches ~2x)
+    shared_bytes_per_cycle_per_sm=128.0,
+    l2_bytes_per_cycle=5120.0,
+)
+
+H100 = Arch(
+    name="h100",
+    display_name="NVIDIA H100 SXM5 80GB",
+    compute_capability=(9, 0),
+    num_sms=132,
+    l2_size=50 * 1024 * 1024,
+    timing=Timing(clock_ghz=1.98, dram_gbytes_per_s=3350.0, **_HOPPER_TIMING),
+    **_HOPPER_COMMON,
+)
+
+H200 = Arch(
+    name="h200",
+    display_name="NVIDIA H200 SXM 141GB",
+    compute_capability=(9, 0),
+    num_sms=132,
+    l2_size=60 * 1024 * 1024,  # as the device reports it (cudaDeviceProp.l2CacheSize)
+    timing=Timing(clock_ghz=1.98, dram_gbytes_per_s=4800.0, **_HOPPER_TIMING),
+    **_HOPPER_COMMON,
+)
+
+ARCHS: dict[str, Arch] = {a.name: a for a in (G80, FERMI, H100, H200)}
+
+
+def get_arch(arch: "str | Arch") -> Arch:
+    """Look an architecture up by its lowercase name (or pass an `Arch` through)."""
+    if isinstance(arch, Arch):
+        return arch
+    key = str(arch).lower()
+    if key not in ARCHS:
+        raise ValueError(f"unknown architecture {arch!r}; known: {', '.join(sorted(ARCHS))}")
+    return ARCHS[key]
