@@ -97,6 +97,21 @@ class Arch:
 
     timing: Timing = field(repr=False, default=None)  # type: ignore[assignment]
 
+    # --- memory-model details (issue 3); defaults are the Fermi-and-later / Hopper values ---
+    # lanes served together per shared-memory wavefront group, by access size in bytes: the warp is cut into
+    # groups of this many consecutive lanes and each group with an active lane costs at least one wavefront
+    # (Fermi+: 8-byte accesses per half-warp, 16-byte per quarter-warp; G80: always per half-warp)
+    shared_group_lanes: tuple[tuple[int, int], ...] = ((1, 32), (2, 32), (4, 32), (8, 16), (16, 8))
+    # how lanes reading the same bank word share it: "multicast" (any number of words per wavefront, Fermi+)
+    # or "one_broadcast_word" (one broadcast word per step, one address per other bank: compute capability 1.x)
+    shared_multicast: str = "multicast"
+    # lanes per global-memory request, by access size in bytes (Hopper: assumed one request per warp
+    # instruction for every size, to be confirmed by the H200 fixtures; Fermi: split per half/quarter-warp
+    # for 8/16-byte accesses; G80: per half-warp)
+    global_request_lanes: tuple[tuple[int, int], ...] = ((1, 32), (2, 32), (4, 32), (8, 32), (16, 32))
+    # compute-capability-1.x segment size by access size in bytes (CUDA programming guide, cc 1.2/1.3)
+    g80_segment_bytes: tuple[tuple[int, int], ...] = ((1, 32), (2, 64), (4, 128), (8, 128), (16, 128))
+
     @property
     def max_shared_carveout(self) -> int:
         return max(self.shared_carveouts_kb) * 1024
@@ -141,6 +156,9 @@ G80 = Arch(
     l2_size=0,
     alloc_alignment=256,
     register_banks=4,
+    shared_group_lanes=((1, 16), (2, 16), (4, 16), (8, 16), (16, 16)),
+    shared_multicast="one_broadcast_word",
+    global_request_lanes=((1, 16), (2, 16), (4, 16), (8, 16), (16, 16)),
     timing=Timing(
         clock_ghz=1.35,
         alu_latency=4 * 6.0,  # 8 SPs execute a warp in 4 cycles; ~24-cycle pipeline
@@ -197,6 +215,7 @@ FERMI = Arch(
     l2_size=768 * 1024,
     alloc_alignment=256,
     register_banks=4,
+    global_request_lanes=((1, 32), (2, 32), (4, 32), (8, 16), (16, 8)),
     timing=Timing(
         clock_ghz=1.401,
         alu_latency=18.0,
