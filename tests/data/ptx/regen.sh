@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 NVCC=${NVCC:-nvcc}
+SRC_DIR=$(pwd)/src
 SM80="saxpy wmma_gemm async_misc mma_ldmatrix"
 for src in src/*.cu; do
     name=$(basename "$src" .cu)
@@ -12,4 +13,5 @@ done
 for name in $SM80; do
     "$NVCC" -arch=sm_80 -ptx -lineinfo "src/$name.cu" -o "${name}_sm80.ptx"
 done
+sed -i "s|\"$SRC_DIR/|\"src/|" ./*.ptx
 "$NVCC" --version | tail -n 2 > NVCC_VERSION
