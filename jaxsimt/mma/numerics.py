@@ -1,0 +1,312 @@
+"""Tensor Core arithmetic: a bit-level model of one MMA instruction's dot products, and an IEEE reference.
+
+Hardware mode works on integer significands and exponents (uint32/int32 only, with 64-bit sums held as
+two uint32 limbs), so it is exact and immune to XLA's fma contraction and to XLA:CPU's flushing of f32
+subnormals. IEEE mode is plain f32 arithmetic in a fixed, documented order and is differentiable.
+
+The model (after Fasi, Higham, Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ CS
+2021, and the later Ampere/Hopper studies), for one output element d = c + sum_k a_k * b_k:
+
+1. The k products are split into consecutive groups of `group_size` (a "block FMA").
+2. In one group, every product a_k * b_k is exact (a 22-bit significand for f16/tf32, 16-bit for bf16).
+3. The addends (the group's products and the running accumulator, c for the first group) are aligned to
+   the largest nominal exponent among the non-zero ones (a product's nominal exponent is ea + eb, its
+   significand lies in [1, 4)); bits below 2^(emax - 23 - extra_bits) are cut off each addend
+   (truncation of the magnitude, or two's-complement truncation, i.e. toward -inf).
+4. The truncated addends are summed exactly (a few carry bits on the left, never lost).
+5. The sum is normalised once and rounded to the accumulator format (f32: `f32_rounding`, round toward
+   zero by default; f16 accumulators: `f16_rounding`, round to nearest even by default). That result is
+   the accumulator for the next group.
+
+Every free parameter lives in `HardwareParams`, to be fitted against the H200 fixture.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+U32 = jnp.uint32
+I32 = jnp.int32
+
+# --- the model's free parameters -------------------------------------------------------------------------
+#: products fused per block FMA, per input type (literature: 4 on V100, 8 on A100 for f16/bf16, 4 for tf32
+#: on A100; 16 assumed for Hopper f16/bf16, i.e. one whole m16n8k16 instruction)
+GROUP_SIZE = {"f16": 16, "bf16": 16, "tf32": 4}
+#: bits kept below an f32 significand's last bit, relative to the largest addend's exponent
+EXTRA_ALIGN_BITS = 3
+#: rounding of the normalised sum into an f32 accumulator: "rz" (truncation) or "rne"
+F32_ROUNDING = "rz"
+#: rounding into an f16 accumulator
+F16_ROUNDING = "rne"
+#: how bits cut off during alignment are dropped: "magnitude" (toward zero) or "twos_complement" (toward -inf)
+ALIGN_TRUNCATION = "magnitude"
+#: how an f32 register is read as a tf32 operand: "truncate" (low 13 bits ignored) or "rna"
+TF32_INPUT = "truncate"
+#: result when the rounded sum exceeds the format: "inf" always, or "ieee" (largest finite under rz)
+OVERFLOW = "inf"
+#: the NaN the unit writes (NVIDIA's canonical NaNs)
+NAN_F32 = 0x7FFFFFFF
+NAN_F16 = 0x7FFF
+
+
+@dataclass(frozen=True)
+class HardwareParams:
+    """Free parameters of the hardware model; hashable, so it can be a static argument of `jax.jit`."""
+
+    group_f16: int = GROUP_SIZE["f16"]
+    group_bf16: int = GROUP_SIZE["bf16"]
+    group_tf32: int = GROUP_SIZE["tf32"]
+    extra_bits: int = EXTRA_ALIGN_BITS  # 0..6 (aligned addends must fit in 32 bits)
+    f32_rounding: str = F32_ROUNDING
+    f16_rounding: str = F16_ROUNDING
+    align_truncation: str = ALIGN_TRUNCATION
+    tf32_input: str = TF32_INPUT
+    overflow: str = OVERFLOW
+
+    def __post_init__(self):
+        if not 0 <= self.extra_bits <= 6:
+            raise ValueError(f"extra_bits must be in 0..6, got {self.extra_bits}")
+        for name in ("f32_rounding", "f16_rounding"):
+            if getattr(self, name) not in ("rz", "rne"):
+                raise ValueError(f"{name} must be 'rz' or 'rne'")
+        if self.align_truncation not in ("magnitude", "twos_complement"):
+            raise ValueError("align_truncation must be 'magnitude' or 'twos_complement'")
+        if self.tf32_input not in ("truncate", "rna"):
+            raise ValueError("tf32_input must be 'truncate' or 'rna'")
+        if self.overflow not in ("inf", "ieee"):
+            raise ValueError("overflow must be 'inf' or 'ieee'")
+
+    def group(self, input_type: str) -> int:
+        return {"f16": self.group_f16, "bf16": self.group_bf16, "tf32": self.group_tf32}[input_type]
+
+    def replace(self, **kw) -> "HardwareParams":
+        return dataclasses.replace(self, **kw)
+
+
+H200 = HardwareParams()
+
+
+class Fmt(NamedTuple):
+    """A binary floating-point format held in the low bits of a uint32."""
+
+    ebits: int
+    fbits: int
+
+    @property
+    def bias(self) -> int:
+        return (1 << (self.ebits - 1)) - 1
+
+    @property
+    def emin(self) -> int:
+        return 1 - self.bias
+
+    @property
+    def p(self) -> int:
+        return self.fbits + 1
+
+
+F16, BF16, TF32, F32 = Fmt(5, 10), Fmt(8, 7), Fmt(8, 10), Fmt(8, 23)
+INPUT_FMT = {"f16": F16, "bf16": BF16, "tf32": TF32}
+
+
+# --- small uint32 helpers (shift amounts clamped: XLA's out-of-range shifts are never relied upon) -------
+def _u(x):
+    return jnp.asarray(x, U32)
+
+
+def _shl(x, n):
+    n = jnp.asarray(n, I32)
+    return jnp.where(n >= 32, _u(0), lax.shift_left(x, jnp.clip(n, 0, 31).astype(U32)))
+
+
+def _shr(x, n):
+    n = jnp.asarray(n, I32)
+    return jnp.where(n >= 32, _u(0), lax.shift_right_logical(x, jnp.clip(n, 0, 31).astype(U32)))
+
+
+def _low_mask(n):
+    """uint32 mask of the low n bits, n in any int range (<=0: 0, >=32: all)."""
+    n = jnp.asarray(n, I32)
+    return jnp.where(n >= 32, _u(0xFFFFFFFF), _shl(_u(1), n) - _u(1))
+
+
+def _shr64(hi, lo, k):
+    """(hi:lo) >> k for k >= 0, as two uint32 limbs."""
+    lo_small = _shr(lo, k) | jnp.where(k <= 0, _u(0), _shl(hi, 32 - k))
+    return (jnp.where(k >= 32, _u(0), _shr(hi, k)),
+            jnp.where(k >= 32, _shr(hi, k - 32), lo_small))
+
+
+def _any_low_bits64(hi, lo, k):
+    """Whether any of the low k bits of (hi:lo) is set."""
+    return ((lo & _low_mask(k)) | (hi & _low_mask(k - 32))) != 0
+
+
+def _add64(hi, lo, x):
+    lo2 = lo + x
+    return hi + (lo2 < x).astype(U32), lo2
+
+
+# --- decoding ---------------------------------------------------------------------------------------------
+class Decoded(NamedTuple):
+    sign: jax.Array  # uint32 0/1
+    sig: jax.Array  # uint32 integer significand (hidden bit included for normals)
+    q: jax.Array  # int32 exponent of the significand's last bit: value = sig * 2^q
+    en: jax.Array  # int32 nominal exponent (exponent field, subnormals at emin)
+    zero: jax.Array
+    inf: jax.Array
+    nan: jax.Array
+
+
+def decode(bits, fmt: Fmt) -> Decoded:
+    bits = _u(bits)
+    emask = (1 << fmt.ebits) - 1
+    ef = ((bits >> fmt.fbits) & emask).astype(I32)
+    frac = bits & ((1 << fmt.fbits) - 1)
+    special = ef == emask
+    sig = jnp.where(ef == 0, frac, frac | (1 << fmt.fbits)).astype(U32)
+    en = jnp.maximum(ef, 1) - fmt.bias
+    return Decoded(
+        sign=(bits >> (fmt.ebits + fmt.fbits)) & 1,
+        sig=jnp.where(special, _u(0), sig),
+        q=en - fmt.fbits,
+        en=en,
+        zero=(ef == 0) & (frac == 0),
+        inf=special & (frac == 0),
+        nan=special & (frac != 0),
+    )
+
+
+def tf32_bits(f32_bits, params: HardwareParams = H200):
+    """An f32 register read as a tf32 operand: 19-bit (1, 8, 10) pattern in a uint32."""
+    b = _u(f32_bits)
+    if params.tf32_input == "rna":
+        finite = (b & 0x7F800000) != 0x7F800000
+        b = jnp.where(finite, b + _u(0x1000), b)
+    return b >> 13
+
+
+# --- rounding an exact (sign, integer, scale) to a format ---------------------------------------------------
+def round_to_format(sign, hi, lo, lsb_exp, fmt: Fmt, rounding: str, overflow: str):
+    """Bits of (-1)^sign * (hi:lo) * 2^lsb_exp rounded to `fmt` ("rz" or "rne"); (hi:lo) may be 0."""
+    p = fmt.p
+    lb = jnp.where(hi != 0, 63 - lax.clz(hi).astype(I32), 31 - lax.clz(lo).astype(I32))
+    e_lead = lb + lsb_exp
+    quantum = jnp.maximum(e_lead, fmt.emin) - (p - 1)
+    k = quantum - lsb_exp  # right shift that lands on the quantum
+    _, m_right = _shr64(hi, lo, jnp.maximum(k, 0))
+    m = jnp.where(k <= 0, _shl(lo, -k), m_right)
+    if rounding == "rne":
+        half = _shr64(hi, lo, jnp.maximum(k - 1, 0))[1] & 1
+        sticky = _any_low_bits64(hi, lo, k - 1)
+        up = (k > 0) & (half == 1) & (sticky | ((m & 1) == 1))
+        m = m + up.astype(U32)
+    ef = quantum + (p - 2) + fmt.bias  # exponent field before the hidden bit carries in
+    all_ones = (1 << fmt.ebits) - 1
+    ovf = ef + _shr(m, p - 1).astype(I32) >= all_ones
+    inf_bits = all_ones << fmt.fbits
+    big = inf_bits - 1 if (overflow == "ieee" and rounding == "rz") else inf_bits
+    mag = jnp.where(ovf, _u(big), _shl(jnp.clip(ef, 0, all_ones).astype(U32), fmt.fbits) + m)
+    is_zero = (hi == 0) & (lo == 0)
+    mag = jnp.where(is_zero, _u(0), mag)
+    return (_u(sign) << (fmt.ebits + fmt.fbits)) | mag
+
+
+# --- one block FMA ------------------------------------------------------------------------------------------
+def fused_group(acc: Decoded, acc_fmt: Fmt, pa: Decoded, pb: Decoded, in_fmt: Fmt,
+                params: HardwareParams):
+    """acc + sum_g pa[..., g] * pb[..., g] as one block FMA; returns the accumulator's new bits."""
+    x = params.extra_bits
+    # products, exact
+    p_sign = pa.sign ^ pb.sign
+    p_sig = pa.sig * pb.sig  # < 2^22 (f16, tf32) or 2^16 (bf16)
+    p_q = pa.q + pb.q
+    p_en = pa.en + pb.en
+    p_zero = pa.zero | pb.zero
+    # specials
+    p_nan = pa.nan | pb.nan | (pa.inf & pb.zero) | (pa.zero & pb.inf)
+    p_inf = (pa.inf | pb.inf) & ~p_nan
+    pos_inf = jnp.any(p_inf & (p_sign == 0), -1) | (acc.inf & (acc.sign == 0))
+    neg_inf = jnp.any(p_inf & (p_sign == 1), -1) | (acc.inf & (acc.sign == 1))
+    nan = jnp.any(p_nan, -1) | acc.nan | (pos_inf & neg_inf)
+    # all addends along one axis: products then the accumulator
+    sign = jnp.concatenate([p_sign, acc.sign[..., None]], -1)
+    sig = jnp.concatenate([p_sig, acc.sig[..., None]], -1)
+    q = jnp.concatenate([p_q, acc.q[..., None]], -1)
+    en = jnp.concatenate([p_en, acc.en[..., None]], -1)
+    zero = jnp.concatenate([p_zero, acc.zero[..., None]], -1)
+    # alignment to the largest nominal exponent, truncation beyond the adder's width
+    e_max = jnp.max(jnp.where(zero, jnp.iinfo(np.int32).min // 2, en), -1)
+    lsb = e_max - 23 - x  # weight of the adder's last bit
+    sh = q - lsb[..., None]
+    m = jnp.where(sh >= 0, _shl(sig, sh), _shr(sig, -sh))
+    if params.align_truncation == "twos_complement":
+        lost = jnp.where(sh >= 0, False, (sig & _low_mask(-sh)) != 0)
+        m = m + (lost & (sign == 1)).astype(U32)
+    m = jnp.where(zero, _u(0), m)
+    # exact sum: positive and negative parts as 64-bit (two-limb) integers
+    zero_u = jnp.zeros(m.shape[:-1], U32)
+    ph, pl, nh, nl = zero_u, zero_u, zero_u, zero_u
+    for i in range(m.shape[-1]):
+        mi_pos = jnp.where(sign[..., i] == 0, m[..., i], _u(0))
+        mi_neg = jnp.where(sign[..., i] == 1, m[..., i], _u(0))
+        ph, pl = _add64(ph, pl, mi_pos)
+        nh, nl = _add64(nh, nl, mi_neg)
+    neg = (nh > ph) | ((nh == ph) & (nl > pl))
+    ah, al, bh, bl = (jnp.where(neg, nh, ph), jnp.where(neg, nl, pl),
+                      jnp.where(neg, ph, nh), jnp.where(neg, pl, nl))
+    rl = al - bl
+    rh = ah - bh - (al < bl).astype(U32)
+    rounding = params.f32_rounding if acc_fmt == F32 else params.f16_rounding
+    out = round_to_format(neg.astype(U32), rh, rl, lsb, acc_fmt, rounding, params.overflow)
+    # an exactly zero sum is +0 unless every addend is a zero with its sign bit set
+    all_neg_zero = jnp.all(zero & (sign == 1), -1)
+    sign_pos = acc_fmt.ebits + acc_fmt.fbits
+    out = jnp.where((rh == 0) & (rl == 0), jnp.where(all_neg_zero, _u(1 << sign_pos), _u(0)), out)
+    inf_bits = ((1 << acc_fmt.ebits) - 1) << acc_fmt.fbits
+    nan_bits = NAN_F32 if acc_fmt == F32 else NAN_F16
+    out = jnp.where(pos_inf, _u(inf_bits), out)
+    out = jnp.where(neg_inf, _u(inf_bits | (1 << sign_pos)), out)
+    return jnp.where(nan, _u(nan_bits), out)
+
+
+def mma_bits(a_bits, b_bits, c_bits, input_type: str, acc_type: str,
+             params: HardwareParams = H200):
+    """Hardware-mode D for bit patterns: a [..., m, k], b [..., k, n], c [..., m, n] (uint32 holding
+    f16/bf16 bits, or f32 bits for tf32; c holds f32 or f16 bits). Returns D bits (uint32)."""
+    in_fmt = INPUT_FMT[input_type]
+    acc_fmt = F32 if acc_type == "f32" else F16
+    a_bits, b_bits = _u(a_bits), _u(b_bits)
+    if input_type == "tf32":
+        a_bits, b_bits = tf32_bits(a_bits, params), tf32_bits(b_bits, params)
+    k = a_bits.shape[-1]
+    g = min(params.group(input_type), k)
+    if k % g:
+        raise ValueError(f"group size {g} does not divide k={k}")
+    a = decode(a_bits[..., :, None, :], in_fmt)  # [..., m, 1, k]
+    b = decode(jnp.swapaxes(b_bits, -1, -2)[..., None, :, :], in_fmt)  # [..., 1, n, k]
+    acc_bits = _u(c_bits)
+    for j in range(0, k, g):
+        sl = slice(j, j + g)
+        pa = Decoded(*(jnp.broadcast_to(f[..., sl], jnp.broadcast_shapes(f.shape, b.sig.shape)[:-1] + (g,))
+                       for f in a))
+        pb = Decoded(*(jnp.broadcast_to(f[..., sl], pa.sig.shape) for f in b))
+        acc_bits = fused_group(decode(acc_bits, acc_fmt), acc_fmt, pa, pb, in_fmt, params)
+    return acc_bits
+
+
+# --- IEEE reference ------------------------------------------------------------------------------------------
+def mma_ieee_f32(a32, b32, c32):
+    """d = (((c + p_0) + p_1) + ... + p_{k-1}) with p_j = a[:, j] * b[j, :], every operation an f32
+    round-to-nearest-even operation (the products of f16/bf16/tf32 values are exact in f32 in the normal
+    range, so fma contraction cannot change the result; XLA:CPU flushes f32 subnormals)."""
+    d = c32
+    for j in range(a32.shape[-1]):
+        d = d + a32[..., :, j, None] * b32[..., None, j, :]
+    return d
