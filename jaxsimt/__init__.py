@@ -1,5 +1,21 @@
-"""jaxsimt: a vectorized SIMT (GPU) emulator in JAX."""
-from jaxsimt import arch
+"""jaxsimt: a vectorized SIMT (GPU) emulator in JAX.
 
-__all__ = ["arch"]
+Write kernels with the DSL (`@jaxsimt.kernel`), run them with `jaxsimt.launch`, read `result.stats`.
+"""
+from jaxsimt import arch
+from jaxsimt.arch import ARCHS, Arch, get_arch
+from jaxsimt.dsl import (
+    FULL_MASK, Kernel, KernelTraceError, Ptr, Value, Var, all_sync, any_sync, ballot_sync, blockDim, blockIdx,
+    break_, const, continue_, cos, ctaid, else_, exp2, fma, global_thread_index, gridDim, if_, kernel,
+    laneid, log2, mad, maximum, minimum, nctaid, ntid, rcp, return_, rsqrt, shared, shfl_down_sync, shfl_sync,
+    shfl_up_sync, shfl_xor_sync, sin, sqrt, syncthreads, threadIdx, tid, var, warpid, where, while_,
+)
+from jaxsimt.dsl import range  # noqa: A004 - the DSL's loop, used as jaxsimt.range
+from jaxsimt.errors import (
+    DeadlockError, DivergentBarrierError, LaunchConfigError, MemoryFault, SimtError, StackOverflowError,
+    StepBudgetExceeded,
+)
+from jaxsimt.launch import LaunchResult, launch
+from jaxsimt.types import bf16, f16, f32, f64, pred, s8, s16, s32, s64, u8, u16, u32, u64
+
 __version__ = "0.1.0"

@@ -1,0 +1,200 @@
+"""The arithmetic/logic unit: semantics of the non-memory instructions over lane arrays.
+
+Every function takes operand arrays (any common shape, e.g. [warps, lanes], or scalars that broadcast)
+already in the instruction's type and returns the result array. Floating point is explicit: `mul` then
+`add` round twice and `fma` rounds once, whatever XLA's fusion does (see `guard`), and `fma` is computed
+exactly in f64 with round-to-odd so the final rounding to f32/f16/bf16 is correct.
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxsimt import types as T
+from jaxsimt.types import DType
+
+_BITS_UINT = {16: jnp.uint16, 32: jnp.uint32, 64: jnp.uint64}
+
+
+def guard(x, zero):
+    """Return x unchanged, routed through an integer xor with a run-time zero.
+
+    XLA contracts a float multiply feeding an add into one fused multiply-add under jit (one rounding
+    instead of two). Passing the product through an integer op whose operand XLA cannot see is zero
+    keeps the product rounded, as PTX's separate mul.rn and add.rn are.
+    """
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return x
+    ut = _BITS_UINT[jnp.finfo(x.dtype).bits]
+    return lax.bitcast_convert_type(lax.bitcast_convert_type(x, ut) ^ zero.astype(ut), x.dtype)
+
+
+def _round_to_odd_f64(p, c):
+    """p + c (f64) rounded to odd: exact sum when representable, else the neighbour with an odd last bit.
+
+    Round-to-odd at 53 bits followed by round-to-nearest at <= 25 bits equals one correct rounding.
+    """
+    s = p + c
+    bb = s - p
+    err = (p - (s - bb)) + (c - bb)  # TwoSum: p + c == s + err exactly
+    bits = lax.bitcast_convert_type(s, jnp.int64)
+    even = (bits & 1) == 0
+    # moving the magnitude up or down by one ulp toward the exact value
+    toward = jnp.where((err > 0) == (s > 0), 1, -1).astype(jnp.int64)
+    bits = jnp.where((err != 0) & even & jnp.isfinite(s) & (s != 0), bits + toward, bits)
+    return lax.bitcast_convert_type(bits, jnp.float64)
+
+
+def fma(a, b, c, dtype: DType):
+    if not dtype.is_float:
+        return a * b + c
+    if dtype == T.f64:
+        # The f64 product is not exact in f64; XLA contracts this into an FMA where the backend has
+        # one. Documented as a deviation for f64 (see docs/concepts.md).
+        return a * b + c
+    a64, b64, c64 = (x.astype(jnp.float64) for x in (a, b, c))
+    p = a64 * b64  # exact: 2 x 24 significant bits fit in 53
+    return _round_to_odd_f64(p, c64).astype(dtype.np_dtype)
+
+
+def _shift_amount(b, bits):
+    return jnp.minimum(b.astype(jnp.uint32), jnp.uint32(bits))
+
+
+def shl(a, b, dtype: DType):
+    n = _shift_amount(b, dtype.bits)
+    r = lax.shift_left(a, jnp.minimum(n, dtype.bits - 1).astype(a.dtype))
+    return jnp.where(n >= dtype.bits, jnp.zeros_like(a), r)
+
+
+def shr(a, b, dtype: DType):
+    n = _shift_amount(b, dtype.bits)
+    amt = jnp.minimum(n, dtype.bits - 1).astype(a.dtype)
+    if dtype.is_signed:
+        return lax.shift_right_arithmetic(a, amt)  # >= bits: sign fill, as PTX shr.s
+    r = lax.shift_right_logical(a, amt)
+    return jnp.where(n >= dtype.bits, jnp.zeros_like(a), r)
+
+
+def div(a, b, dtype: DType):
+    if dtype.is_float:
+        return a / b
+    # C / PTX: truncate toward zero; division by zero gives all ones (unsigned) / -1, as the hardware
+    safe = jnp.where(b == 0, jnp.ones_like(b), b)
+    q = lax.div(a, safe)
+    return jnp.where(b == 0, jnp.full_like(a, -1 if dtype.is_signed else np.iinfo(a.dtype).max), q)
+
+
+def rem(a, b, dtype: DType):
+    if dtype.is_float:
+        return lax.rem(a, b)
+    safe = jnp.where(b == 0, jnp.ones_like(b), b)
+    return jnp.where(b == 0, a, lax.rem(a, safe))
+
+
+def fmin(a, b, dtype: DType):
+    return jnp.fmin(a, b) if dtype.is_float else jnp.minimum(a, b)
+
+
+def fmax(a, b, dtype: DType):
+    return jnp.fmax(a, b) if dtype.is_float else jnp.maximum(a, b)
+
+
+_CMP = {  # name -> (comparison, true when unordered)
+    "eq": ("eq", False), "ne": ("ne", False), "lt": ("lt", False), "le": ("le", False),
+    "gt": ("gt", False), "ge": ("ge", False), "equ": ("eq", True), "neu": ("ne", True),
+    "ltu": ("lt", True), "leu": ("le", True), "gtu": ("gt", True), "geu": ("ge", True),
+    "lo": ("lt", False), "ls": ("le", False), "hi": ("gt", False), "hs": ("ge", False),
+}
+_CMP_FN = {"eq": jnp.equal, "ne": jnp.not_equal, "lt": jnp.less, "le": jnp.less_equal,
+           "gt": jnp.greater, "ge": jnp.greater_equal}
+
+
+def setp(a, b, cmp: str, dtype: DType):
+    """PTX setp: eq..ge are ordered for floats (false when either is NaN), the *u forms unordered (true
+    when either is NaN), num/nan test for NaN; lo/ls/hi/hs are the unsigned spellings."""
+    if not dtype.is_float:
+        if cmp in ("num", "nan"):
+            return jnp.full(jnp.broadcast_shapes(jnp.shape(a), jnp.shape(b)), cmp == "num")
+        return _CMP_FN[_CMP[cmp][0]](a, b)
+    nan = jnp.isnan(a) | jnp.isnan(b)
+    if cmp == "num":
+        return ~nan
+    if cmp == "nan":
+        return nan
+    base, unordered = _CMP[cmp]
+    r = _CMP_FN[base](a, b)
+    return (r | nan) if unordered else (r & ~nan)
+
+
+def cvt(a, src: DType, dst: DType):
+    """Conversion as C casts do it: float->int truncates toward zero and saturates (NaN -> 0), as
+    PTX cvt.rzi; int->float and float->float round to nearest even; int->int wraps."""
+    if dst == T.pred:
+        return a != 0
+    if src == T.pred:
+        return a.astype(dst.np_dtype)
+    if src.is_float and dst.is_int:
+        info = np.iinfo(dst.np_dtype)
+        t = jnp.trunc(a.astype(jnp.float64))
+        t = jnp.clip(t, float(info.min), float(info.max))
+        t = jnp.where(jnp.isnan(t), 0.0, t)
+        return t.astype(dst.np_dtype)
+    return a.astype(dst.np_dtype)
+
+
+def unary_float(op: str, a, dtype: DType):
+    f = {"sqrt": jnp.sqrt, "rsqrt": lambda x: 1 / jnp.sqrt(x), "rcp": lambda x: 1 / x,
+         "ex2": jnp.exp2, "lg2": jnp.log2, "sin": jnp.sin, "cos": jnp.cos}[op]
+    return f(a)
+
+
+def execute(op: str, ins, args, dtype: DType, zero):
+    """Result of ALU instruction `op` on operand arrays `args` (all of type `dtype`)."""
+    if op == "mov":
+        return args[0]
+    if op == "add":
+        return args[0] + args[1]
+    if op == "sub":
+        return args[0] - args[1]
+    if op == "mul":
+        return guard(args[0] * args[1], zero)
+    if op == "mad":
+        return args[0] * args[1] + args[2]
+    if op == "fma":
+        return fma(*args, dtype)
+    if op == "div":
+        return div(args[0], args[1], dtype)
+    if op == "rem":
+        return rem(args[0], args[1], dtype)
+    if op == "neg":
+        return -args[0]
+    if op == "abs":
+        return jnp.abs(args[0])
+    if op == "min":
+        return fmin(args[0], args[1], dtype)
+    if op == "max":
+        return fmax(args[0], args[1], dtype)
+    if op in ("and", "or", "xor"):
+        f = {"and": jnp.bitwise_and, "or": jnp.bitwise_or, "xor": jnp.bitwise_xor}[op]
+        return f(args[0], args[1])
+    if op == "not":
+        return ~args[0]
+    if op == "shl":
+        return shl(args[0], args[1], dtype)
+    if op == "shr":
+        return shr(args[0], args[1], dtype)
+    if op == "setp":
+        return setp(args[0], args[1], ins.attr("cmp"), dtype)
+    if op == "selp":
+        return jnp.where(args[2], args[0], args[1])
+    if op == "cvt":
+        return cvt(args[0], dtype, T.BY_NAME[ins.attr("to")])
+    if op in ("sqrt", "rsqrt", "rcp", "ex2", "lg2", "sin", "cos"):
+        return unary_float(op, args[0], dtype)
+    raise NotImplementedError(op)
+
+
+ALU_OPS = frozenset("mov add sub mul mad fma div rem neg abs min max and or xor not shl shr setp selp cvt "
+                    "sqrt rsqrt rcp ex2 lg2 sin cos".split())

@@ -1,0 +1,46 @@
+"""Exceptions raised by launches, each naming the kernel, the instruction's source line, the block and
+the thread. Faults are detected inside the compiled run, recorded as data (code, pc, warp, lane,
+address) and turned into one of these after the run stops."""
+from __future__ import annotations
+
+
+class SimtError(RuntimeError):
+    """Base class of run-time errors of an emulated kernel."""
+
+
+class LaunchConfigError(ValueError):
+    """The launch configuration is not allowed by the architecture (checked before anything runs)."""
+
+
+class MemoryFault(SimtError):
+    """Out-of-bounds or misaligned global/shared access."""
+
+
+class DivergentBarrierError(SimtError):
+    """A `syncthreads` that not every live thread of the block reaches together."""
+
+
+class StackOverflowError(SimtError):
+    """The reconvergence stack of a warp needed more entries than its depth."""
+
+
+class DeadlockError(SimtError):
+    """No warp can make progress although some have not finished."""
+
+
+class StepBudgetExceeded(SimtError):
+    """The run exceeded its step budget (a runaway loop?)."""
+
+
+# Fault codes recorded by the machine
+NONE, OOB_GLOBAL, OOB_SHARED, MISALIGNED, DIVERGENT_BARRIER, STACK_OVERFLOW, DEADLOCK, STEP_BUDGET = range(8)
+
+FAULT_CLASS = {
+    OOB_GLOBAL: MemoryFault,
+    OOB_SHARED: MemoryFault,
+    MISALIGNED: MemoryFault,
+    DIVERGENT_BARRIER: DivergentBarrierError,
+    STACK_OVERFLOW: StackOverflowError,
+    DEADLOCK: DeadlockError,
+    STEP_BUDGET: StepBudgetExceeded,
+}

@@ -1,0 +1,273 @@
+"""`jaxsimt.launch`: run a kernel over a grid and report what the hardware would count.
+
+Array arguments are copied into one flat global memory, laid out as a real allocator does (bases
+aligned to `arch.alloc_alignment`), bounds checked per array; the grid runs in waves of blocks (blocks of
+one launch may not depend on each other's order), each wave one compiled `Machine.run_wave` call.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsimt import errors
+from jaxsimt import types as T
+from jaxsimt.arch import Arch, get_arch
+from jaxsimt.machine import N_MEM, Geometry, Layout, Machine, Options
+from jaxsimt.program import Program
+
+DEFAULT_THREADS_PER_WAVE = 1 << 19
+
+
+@dataclass
+class LaunchResult:
+    """What a launch returns: the final contents of every array argument and the counters.
+
+    outputs: parameter name -> final array (numpy, the argument's shape and dtype); args: all arguments
+    in order, arrays replaced by their final contents; stats: flat mapping of metric name -> number;
+    per_instruction: one dict per static instruction (pc, block, op, source line, counts); trace: the
+    step-by-step schedule when requested (block run, executed mask and stack depth per warp).
+    """
+
+    kernel: str
+    arch: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    outputs: dict[str, np.ndarray]
+    args: tuple
+    stats: dict[str, Union[int, float]]
+    per_instruction: list[dict] = field(repr=False, default_factory=list)
+    trace: Optional[dict] = field(repr=False, default=None)
+    program: Optional[Program] = field(repr=False, default=None)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.outputs[name]
+
+
+def _dim3(x, what) -> tuple[int, int, int]:
+    if isinstance(x, (int, np.integer)):
+        x = (int(x),)
+    x = tuple(int(v) for v in x)
+    if not 1 <= len(x) <= 3 or any(v < 1 for v in x):
+        raise errors.LaunchConfigError(f"{what} must be 1 to 3 positive integers, got {x}")
+    return x + (1,) * (3 - len(x))
+
+
+def _program_of(kernel) -> Program:
+    if isinstance(kernel, Program):
+        return kernel
+    prog = getattr(kernel, "program", None)
+    if isinstance(prog, Program):
+        return prog
+    raise TypeError(f"launch expects a @jaxsimt.kernel or a Program, got {type(kernel).__name__}")
+
+
+def check_launch(prog: Program, arch: Arch, grid, block, regs: Optional[int] = None) -> None:
+    """Raise LaunchConfigError for a configuration the architecture forbids."""
+    tpb = block[0] * block[1] * block[2]
+    name = prog.name
+    if tpb > arch.max_threads_per_block:
+        raise errors.LaunchConfigError(
+            f"kernel {name}: {tpb} threads per block exceed the {arch.name} limit of {arch.max_threads_per_block}")
+    for d, (v, lim) in enumerate(zip(block, arch.max_block_dim)):
+        if v > lim:
+            raise errors.LaunchConfigError(f"kernel {name}: block dimension {'xyz'[d]}={v} exceeds {lim} on {arch.name}")
+    for d, (v, lim) in enumerate(zip(grid, arch.max_grid_dim)):
+        if v > lim:
+            raise errors.LaunchConfigError(f"kernel {name}: grid dimension {'xyz'[d]}={v} exceeds {lim} on {arch.name}")
+    if prog.shared_bytes > arch.shared_mem_per_block:
+        raise errors.LaunchConfigError(
+            f"kernel {name}: {prog.shared_bytes} bytes of static shared memory per block exceed the "
+            f"{arch.name} limit of {arch.shared_mem_per_block}")
+    if regs is not None:
+        if regs > arch.max_registers_per_thread:
+            raise errors.LaunchConfigError(
+                f"kernel {name}: {regs} registers per thread exceed {arch.max_registers_per_thread} on {arch.name}")
+        if regs * tpb > arch.max_registers_per_block:
+            raise errors.LaunchConfigError(
+                f"kernel {name}: {regs} registers x {tpb} threads exceed the {arch.max_registers_per_block} "
+                f"registers per block of {arch.name}")
+
+
+def _layout(prog: Program, arrays: dict[int, np.ndarray], arch: Arch, shared_bytes: int) -> Layout:
+    align = arch.alloc_alignment
+    addr = align  # address 0 stays unmapped, like a null pointer
+    bases, sizes = [], []
+    for p in prog.params:
+        if p.is_pointer:
+            addr = -(-addr // align) * align
+            a = arrays[p.index]
+            bases.append(addr)
+            sizes.append(a.nbytes)
+            addr += max(a.nbytes, 1)
+        else:
+            bases.append(-1)
+            sizes.append(0)
+    words = -(-addr // align) * align // 4 + 4
+    return Layout(tuple(bases), tuple(sizes), words, -(-shared_bytes // 4))
+
+
+def _machine(prog: Program, geo: Geometry, layout: Layout, options: Options) -> Machine:
+    cache = prog.__dict__.setdefault("_machines", {})
+    key = (geo, layout, options)
+    if key not in cache:
+        cache[key] = Machine(prog, geo, layout, options)
+    return cache[key]
+
+
+def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch] = "h200", *,
+           regs: Optional[int] = None, max_steps: int = 2_000_000, stack_depth: int = 16,
+           blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True) -> LaunchResult:
+    """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
+    parameters, Python/numpy scalars for the others) on architecture `arch`.
+
+    max_steps: step budget per wave (a runaway loop raises StepBudgetExceeded); stack_depth: entries of
+    each warp's reconvergence stack; blocks_per_wave: blocks emulated at once (default: as many as fit in
+    ~0.5M threads); trace: record the schedule step by step (small launches); jit: compile (True) or run
+    op by op (False; same results and counters, for debugging).
+    """
+    prog = _program_of(kernel)
+    arch = get_arch(arch)
+    grid, block = _dim3(grid, "grid"), _dim3(block, "block")
+    check_launch(prog, arch, grid, block, regs)
+    if len(args) != len(prog.params):
+        raise TypeError(f"kernel {prog.name} takes {len(prog.params)} arguments "
+                        f"({', '.join(p.name for p in prog.params)}), got {len(args)}")
+    arrays, scalars = {}, []
+    for p, a in zip(prog.params, args):
+        if p.is_pointer:
+            arr = np.asarray(a)
+            if arr.dtype != p.dtype.np_dtype:
+                raise TypeError(f"kernel {prog.name}: argument {p.name!r} is Ptr[{p.dtype.name}] but got an "
+                                f"array of {arr.dtype}")
+            arrays[p.index] = np.ascontiguousarray(arr)
+        else:
+            if isinstance(a, np.ndarray) and a.ndim > 0:
+                raise TypeError(f"kernel {prog.name}: argument {p.name!r} is a scalar {p.dtype.name}")
+            scalars.append(np.asarray(a).astype(p.dtype.np_dtype))
+
+    tpb = block[0] * block[1] * block[2]
+    n_ctas = grid[0] * grid[1] * grid[2]
+    wpb = -(-tpb // arch.warp_size)
+    cpw = blocks_per_wave or max(1, DEFAULT_THREADS_PER_WAVE // (wpb * arch.warp_size))
+    cpw = min(cpw, n_ctas)
+    geo = Geometry(grid, block, arch.warp_size, cpw, stack_depth)
+    layout = _layout(prog, arrays, arch, prog.shared_bytes)
+    options = Options(max_steps=max_steps, trace_steps=max_steps if trace else 0)
+
+    gmem = np.zeros(layout.global_words * 4, np.uint8)
+    for p in prog.params:
+        if p.is_pointer:
+            b = layout.bases[p.index]
+            gmem[b:b + arrays[p.index].nbytes] = arrays[p.index].view(np.uint8).reshape(-1)
+    with jax.enable_x64(True):
+        m = _machine(prog, geo, layout, options)
+        gm = jnp.asarray(gmem.view(np.uint32))
+        counters = m.zero_counters()
+        sc = tuple(jnp.asarray(s) for s in scalars)
+        traces, total_steps = [], 0
+        ctx = jax.disable_jit() if not jit else _nullcontext()
+        with ctx:
+            for wave in range(geo.n_waves):
+                gm, counters, fault, steps, tr, _ = m.run_wave(gm, counters, sc, jnp.int32(wave), jnp.uint32(0))
+                total_steps += int(steps)
+                f = np.asarray(fault)
+                if f[0] != errors.NONE:
+                    raise _fault_error(prog, m, geo, f, max_steps)
+                if trace:
+                    traces.append(tuple(np.asarray(t)[: int(steps)] for t in tr))
+        gm_np = np.asarray(gm).view(np.uint8)
+        counters = tuple(np.asarray(c) for c in counters)
+
+    outputs, final_args = {}, []
+    for p, a in zip(prog.params, args):
+        if p.is_pointer:
+            src = arrays[p.index]
+            b = layout.bases[p.index]
+            out = gm_np[b:b + src.nbytes].copy().view(src.dtype).reshape(src.shape)
+            outputs[p.name] = out
+            final_args.append(out)
+        else:
+            final_args.append(a)
+    stats, per_instr = _stats(prog, m, counters, arch, grid, block, total_steps)
+    tr = None
+    if trace:
+        tr = {"block": np.concatenate([t[0] for t in traces]), "mask": np.concatenate([t[1] for t in traces]),
+              "sp": np.concatenate([t[2] for t in traces])}
+    return LaunchResult(prog.name, arch.name, grid, block, outputs, tuple(final_args), stats, per_instr, tr, prog)
+
+
+class _nullcontext:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *a):
+        return False
+
+
+def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps):
+    warp_exec, thread_exec, divergent, max_depth, mem = counters
+    per_instr, pc = [], 0
+    warp_total = thread_total = 0
+    for blk, (pc0, n) in zip(prog.blocks, m.block_pcs):
+        for j, ins in enumerate(blk.all_instrs()):
+            row = {"pc": pc0 + j, "block": blk.index, "op": ins.op, "line": ins.loc.line if ins.loc else 0,
+                   "source": ins.loc.text.strip() if ins.loc else "",
+                   "warp_exec": int(warp_exec[blk.index]), "thread_exec": int(thread_exec[blk.index])}
+            per_instr.append(row)
+        warp_total += int(warp_exec[blk.index]) * n
+        thread_total += int(thread_exec[blk.index]) * n
+        pc += n
+    stats = {
+        "smsp__inst_executed.sum": warp_total,
+        "smsp__thread_inst_executed.sum": thread_total,
+        "smsp__sass_branch_targets_threads_divergent.sum": int(divergent.sum()),
+        "simd_efficiency": float(thread_total / (warp_total * arch.warp_size)) if warp_total else 0.0,
+        "max_stack_depth": int(max_depth),
+        "launch__grid_size": int(grid[0] * grid[1] * grid[2]),
+        "launch__block_size": int(block[0] * block[1] * block[2]),
+        "launch__shared_mem_per_block_static": int(prog.shared_bytes),
+        "emulator__steps": int(steps),
+    }
+    return stats, per_instr
+
+
+def _fault_error(prog: Program, m: Machine, geo: Geometry, f, max_steps: int) -> errors.SimtError:
+    code, pc, warp, lane, addr, wave = (int(v) for v in f)
+    cls = errors.FAULT_CLASS[code]
+    instrs = prog.instructions()
+    where = ""
+    if 0 <= pc < len(instrs):
+        ins = instrs[pc][1]
+        where = f" at {ins.loc}" if ins.loc else ""
+    cta = wave * geo.ctas_per_wave + warp // geo.warps_per_block
+    t = (warp % geo.warps_per_block) * geo.warp_size + lane
+    bx, by, _ = geo.block
+    gx, gy, _ = geo.grid
+    blk = (cta % gx, (cta // gx) % gy, cta // (gx * gy))
+    thr = (t % bx, (t // bx) % by, t // (bx * by))
+    who = f"block {blk}, thread {thr} (warp {warp % geo.warps_per_block}, lane {lane})"
+    k = f"kernel {prog.name}"
+    if code in (errors.OOB_GLOBAL, errors.OOB_SHARED):
+        space = "global" if code == errors.OOB_GLOBAL else "shared"
+        ins = instrs[pc][1]
+        arr = ins.attr("array")
+        name = prog.params[arr].name if space == "global" else prog.shared[arr].name
+        size = m.layout.sizes[arr] if space == "global" else prog.shared[arr].nbytes
+        return cls(f"{k}: out-of-bounds {space} {'load' if ins.op == 'ld' else 'store' if ins.op == 'st' else 'atomic'}"
+                   f" of {name!r} at byte offset {addr} (array is {size} bytes){where}; {who}")
+    if code == errors.MISALIGNED:
+        return cls(f"{k}: misaligned access at byte offset {addr}{where}; {who}")
+    if code == errors.DIVERGENT_BARRIER:
+        return cls(f"{k}: syncthreads not reached by every live thread of the block{where}; {who} is live "
+                   f"but waits elsewhere (a barrier inside divergent control flow)")
+    if code == errors.STACK_OVERFLOW:
+        return cls(f"{k}: reconvergence stack overflow (depth {geo.depth}){where}; block {blk}, warp "
+                   f"{warp % geo.warps_per_block}; raise stack_depth= if the nesting is legitimate")
+    if code == errors.DEADLOCK:
+        return cls(f"{k}: deadlock: no warp can make progress (wave {wave})")
+    return cls(f"{k}: exceeded the step budget of {max_steps} steps in wave {wave} (a runaway loop?); "
+               f"raise max_steps= if the kernel is just long")

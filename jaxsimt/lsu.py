@@ -1,0 +1,238 @@
+"""The load/store unit: loads, stores and atomics of whole warps on word-addressed memory.
+
+Memory (global, or the shared memory of all blocks of a wave) is a flat uint32 array of 4-byte words,
+little-endian, addressed by byte. An access of `size` bytes (1, 2, 4, 8 or 16; vectors included) must be
+aligned to its size, as on the hardware. Functions here take per-lane word indices and byte offsets
+[warps, lanes], an active mask [warps, lanes], and return new memory / loaded values; inactive lanes
+never read, write or count.
+
+Ordering rules where lanes collide (the hardware leaves them unspecified; we fix one):
+- stores: within a warp the highest active lane writing a byte wins; sub-word stores only change their
+  own bytes, so neighbouring bytes written by other lanes or warps in the same step survive;
+- atomics: all active lanes of the step are serialised in (warp, lane) order per address, so every lane
+  gets the old value it would see in that order and the final value is the last one.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxsimt import types as T
+from jaxsimt.types import DType
+
+_U = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}
+
+
+def split_address(byte_addr):
+    """int64 byte addresses -> (word index int32, byte offset within the word uint32)."""
+    return (byte_addr >> 2).astype(jnp.int32), (byte_addr & 3).astype(jnp.uint32)
+
+
+def _gather(words, idx, active):
+    safe = jnp.where(active, idx, 0)
+    return words[safe]
+
+
+def _bits_to(x_uint, dtype: DType):
+    if dtype == T.pred:
+        return x_uint != 0
+    return lax.bitcast_convert_type(x_uint.astype(_U[dtype.size]), dtype.np_dtype)
+
+
+def _to_bits(x, dtype: DType):
+    if dtype == T.pred:
+        return x.astype(jnp.uint8)
+    return lax.bitcast_convert_type(x.astype(dtype.np_dtype), _U[dtype.size])
+
+
+def load(words, widx, boff, active, dtype: DType, vec: int):
+    """Load `vec` consecutive elements of `dtype` per lane. Returns a list of `vec` arrays [W, L]."""
+    es = dtype.size
+    nbytes = es * vec
+    if nbytes < 4:
+        w = _gather(words, widx, active)
+        out = []
+        for k in range(vec):
+            sh = (boff + k * es) * 8
+            out.append(_bits_to((w >> sh) & ((1 << (8 * es)) - 1), dtype))
+        return out
+    nw = nbytes // 4
+    ws = [_gather(words, widx + j, active) for j in range(nw)]
+    out = []
+    for k in range(vec):
+        if es == 8:
+            lo, hi = ws[2 * k].astype(jnp.uint64), ws[2 * k + 1].astype(jnp.uint64)
+            out.append(_bits_to(lo | (hi << 32), dtype))
+        elif es == 4:
+            out.append(_bits_to(ws[k], dtype))
+        else:  # several small elements per word
+            per = 4 // es
+            w = ws[k // per]
+            sh = (k % per) * es * 8
+            out.append(_bits_to((w >> sh) & ((1 << (8 * es)) - 1), dtype))
+    return out
+
+
+def _later_lane_same(key, active):
+    """[W, L] bool: some higher active lane of the same warp has the same key (so this lane loses)."""
+    L = key.shape[-1]
+    same = (key[..., :, None] == key[..., None, :]) & active[..., None, :]
+    later = jnp.arange(L)[:, None] < jnp.arange(L)[None, :]
+    return jnp.any(same & later, axis=-1)
+
+
+def store(words, widx, boff, active, values, dtype: DType):
+    """Store `len(values)` consecutive elements of `dtype` per lane (one vector access)."""
+    es = dtype.size
+    vec = len(values)
+    nbytes = es * vec
+    n = words.shape[0]
+    bits = [_to_bits(v, dtype).astype(jnp.uint64 if es == 8 else jnp.uint32) for v in values]
+    if nbytes < 4:
+        # Sub-word: add (new - old) << shift into the word. Bytes of different lanes are disjoint after
+        # dropping all but the last lane per byte address, so the additions compose exactly.
+        key = widx * 4 + boff.astype(jnp.int32)
+        act = active & ~_later_lane_same(key, active)
+        old = _gather(words, widx, act)
+        delta = jnp.zeros_like(old)
+        for k in range(vec):
+            sh = (boff + k * es) * 8
+            m = jnp.uint32((1 << (8 * es)) - 1)
+            old_k = (old >> sh) & m
+            delta = delta + ((bits[k].astype(jnp.uint32) - old_k) << sh)
+        idx = jnp.where(act, widx, n)
+        return words.at[idx].add(delta, mode="drop")
+    act = active & ~_later_lane_same(widx, active)
+    nw = nbytes // 4
+    wvals = []
+    for k in range(vec):
+        if es == 8:
+            wvals += [(bits[k] & 0xFFFFFFFF).astype(jnp.uint32), (bits[k] >> 32).astype(jnp.uint32)]
+        elif es == 4:
+            wvals.append(bits[k])
+        else:
+            per = 4 // es
+            if k % per == 0:
+                wvals.append(jnp.zeros_like(bits[k]))
+            wvals[-1] = wvals[-1] | (bits[k] << ((k % per) * es * 8))
+    assert len(wvals) == nw
+    idx = jnp.stack([jnp.where(act, widx + j, n) for j in range(nw)], axis=-1)
+    val = jnp.stack(wvals, axis=-1)
+    return words.at[idx].set(val, mode="drop")
+
+
+# ---------------------------------------------------------------------------------------------
+# Atomics
+# ---------------------------------------------------------------------------------------------
+
+
+def _segmented_exclusive(op, vals, starts, identity):
+    """Exclusive segmented scan of `vals` with associative `op`; segments begin where `starts`."""
+
+    def comb(x, y):
+        fx, vx = x
+        fy, vy = y
+        return fx | fy, jnp.where(fy, vy, op(vx, vy))
+
+    _, incl = lax.associative_scan(comb, (starts, vals))
+    prev = jnp.concatenate([jnp.full((1,), identity, vals.dtype), incl[:-1]])
+    return jnp.where(starts, jnp.asarray(identity, vals.dtype), prev)
+
+
+def atomic(words, widx, active, aop: str, dtype: DType, operands):
+    """32-bit atomics (add, min, max, exch, cas, and, or, xor, inc, dec) of all active lanes.
+
+    Returns (new words, old value per lane [W, L] of `dtype`). Lanes hitting one address are
+    serialised in (warp, lane) order.
+    """
+    if dtype.size != 4:
+        raise NotImplementedError("atomics are implemented for 32-bit types")
+    shape = widx.shape
+    n = words.shape[0]
+    a = active.reshape(-1)
+    key = jnp.where(a, widx.reshape(-1), n)  # inactive lanes sort last
+    order = jnp.argsort(key, stable=True)
+    k_s = key[order]
+    a_s = a[order]
+    starts = jnp.concatenate([jnp.ones((1,), bool), k_s[1:] != k_s[:-1]])
+    ends = jnp.concatenate([k_s[1:] != k_s[:-1], jnp.ones((1,), bool)])
+    init = _bits_to(words[jnp.minimum(k_s, n - 1)], dtype)
+    ops = [o.reshape(-1)[order].astype(dtype.np_dtype) for o in operands]
+    v = ops[0]
+
+    if aop == "cas" or (aop == "add" and dtype.is_float):
+        # Sequential within each address (float rounding and compare-and-swap depend on order).
+        def body(cur, x):
+            st, i0, vv, cmpv, act = x
+            cur = jnp.where(st, i0, cur)
+            old = cur
+            if aop == "cas":
+                new = jnp.where(old == vv, cmpv, old)  # vv: compare, cmpv: new value
+            else:
+                new = old + vv
+            cur = jnp.where(act, new, cur)
+            return cur, (old, cur)
+
+        cmp_or_zero = ops[1] if aop == "cas" else jnp.zeros_like(v)
+        _, (old, final) = lax.scan(body, jnp.zeros((), dtype.np_dtype), (starts, init, v, cmp_or_zero, a_s))
+    else:
+        if aop in ("add", "inc", "dec") and aop != "add":
+            raise NotImplementedError(aop)
+        assoc = {"add": (jnp.add, 0), "and": (jnp.bitwise_and, -1), "or": (jnp.bitwise_or, 0),
+                 "xor": (jnp.bitwise_xor, 0)}
+        if aop in assoc:
+            f, ident = assoc[aop]
+            ident = jnp.asarray(ident).astype(dtype.np_dtype)
+            excl = _segmented_exclusive(f, v, starts, ident)
+            old = f(init, excl)
+            final = f(old, v)
+        elif aop in ("min", "max"):
+            f = jnp.minimum if aop == "min" else jnp.maximum
+            ident = jnp.iinfo(dtype.np_dtype).max if aop == "min" else jnp.iinfo(dtype.np_dtype).min
+            excl = _segmented_exclusive(f, v, starts, ident)
+            old = f(init, excl)
+            final = f(old, v)
+        elif aop == "exch":
+            prev = jnp.concatenate([init[:1], v[:-1]])
+            old = jnp.where(starts, init, prev)
+            final = v
+        else:
+            raise NotImplementedError(f"atomic {aop}")
+    # write the value after the last lane of each address
+    wr = ends & a_s
+    new_words = words.at[jnp.where(wr, k_s, n)].set(_to_bits(final, dtype).astype(jnp.uint32), mode="drop")
+    inv = jnp.argsort(order)
+    return new_words, old[inv].reshape(shape)
+
+
+def warp_shuffle(vals, mode: str, b, width, lane):
+    """shfl.sync within each warp: vals [W, L]; b (lane/delta/mask) and width broadcast to [W, L].
+
+    Returns (values, valid): lanes whose source is outside their segment keep their own value."""
+    L = vals.shape[-1]
+    width = jnp.broadcast_to(width, vals.shape).astype(jnp.int32)
+    b = jnp.broadcast_to(b, vals.shape).astype(jnp.int32)
+    seg_lo = lane - lane % width
+    seg_hi = seg_lo + width
+    if mode == "idx":
+        src = seg_lo + b % width
+    elif mode == "up":
+        src = lane - b
+    elif mode == "down":
+        src = lane + b
+    else:  # bfly
+        src = lane ^ b
+    valid = (src >= seg_lo) & (src < seg_hi)
+    src = jnp.where(valid, src, lane)
+    src = jnp.clip(src, 0, L - 1)
+    out = jnp.take_along_axis(vals, src, axis=-1)
+    return out, valid
+
+
+def jit_safe_popcount(x):
+    return lax.population_count(x)
+
+
+__all__ = ["split_address", "load", "store", "atomic", "warp_shuffle"]
+_ = jax

@@ -1,0 +1,280 @@
+"""The program representation: basic blocks of instructions over typed virtual registers.
+
+Both front-ends (the Python DSL and, later, PTX) produce a `Program`. Control flow lives only in block
+terminators (fall-through, jump, conditional branch, barrier, exit). Reconvergence points are computed
+here from the control-flow graph as immediate post-dominators, the way a compiler hands them to the
+hardware. The kernel's exit is a pseudo-block, index `len(blocks)`, that post-dominates everything.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from jaxsimt.types import DType
+
+
+@dataclass(frozen=True)
+class Reg:
+    """A virtual register: one value of `dtype` per thread."""
+
+    index: int
+    dtype: DType
+    name: str = ""
+
+    def __repr__(self) -> str:
+        return f"%{self.name or 'r'}{self.index}:{self.dtype.name}"
+
+
+@dataclass(frozen=True)
+class Imm:
+    """An immediate operand."""
+
+    value: Union[int, float, bool]
+    dtype: DType
+
+    def __repr__(self) -> str:
+        return f"{self.value!r}:{self.dtype.name}"
+
+
+Operand = Union[Reg, Imm]
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    file: str
+    line: int
+    text: str = ""
+
+    def __str__(self) -> str:
+        s = f"{self.file}:{self.line}"
+        return f"{s}: {self.text.strip()}" if self.text else s
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One instruction. `op` names its semantics (see `jaxsimt.alu` and `jaxsimt.lsu`); `attrs` holds
+    static modifiers (comparison, memory space, array id, vector width, ...) as a sorted tuple of pairs."""
+
+    op: str
+    dst: tuple[Reg, ...]
+    src: tuple[Operand, ...]
+    attrs: tuple[tuple[str, Any], ...] = ()
+    loc: Optional[SourceLoc] = None
+
+    def attr(self, key, default=None):
+        for k, v in self.attrs:
+            if k == key:
+                return v
+        return default
+
+    def __repr__(self) -> str:
+        a = "".join(f".{k}={v}" for k, v in self.attrs)
+        return f"{self.op}{a} {', '.join(map(repr, self.dst))} <- {', '.join(map(repr, self.src))}"
+
+
+# Terminator kinds
+FALL, JUMP, BRANCH, BARRIER, EXIT = "fall", "jump", "branch", "barrier", "exit"
+
+
+@dataclass
+class Terminator:
+    """How a block ends.
+
+    kind FALL/JUMP: continue at `target`. BRANCH: lanes whose predicate (`pred`, inverted when `negate`)
+    holds go to `target`, the others to `fallthrough`; `reconv` is the branch's reconvergence block
+    (immediate post-dominator). BARRIER: wait for the block's warps, then continue at `target`.
+    EXIT: the lanes finish. `instr` is the branch/barrier/exit instruction itself (counted like any
+    other), None for a plain fall-through.
+    """
+
+    kind: str
+    target: int = -1
+    fallthrough: int = -1
+    pred: Optional[Reg] = None
+    negate: bool = False
+    reconv: int = -1
+    instr: Optional[Instr] = None
+
+    def successors(self, exit_index: int) -> list[int]:
+        if self.kind in (FALL, JUMP, BARRIER):
+            return [self.target]
+        if self.kind == BRANCH:
+            return [self.target, self.fallthrough]
+        return [exit_index]
+
+
+@dataclass
+class Block:
+    index: int
+    instrs: list[Instr]
+    term: Terminator
+
+    def all_instrs(self) -> list[Instr]:
+        return self.instrs + ([self.term.instr] if self.term.instr is not None else [])
+
+
+@dataclass(frozen=True)
+class Param:
+    """A kernel parameter: a scalar register, or a pointer to a global array of `dtype`."""
+
+    name: str
+    dtype: DType
+    is_pointer: bool
+    reg: Optional[Reg] = None  # scalar params live in a register
+    index: int = 0  # position in the argument list
+
+
+@dataclass(frozen=True)
+class SharedDecl:
+    """A per-block shared-memory array at `offset` bytes in the block's shared space."""
+
+    name: str
+    dtype: DType
+    shape: tuple[int, ...]
+    offset: int
+
+    @property
+    def nbytes(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n * self.dtype.size
+
+
+@dataclass
+class Program:
+    """A kernel as the machine runs it."""
+
+    name: str
+    params: list[Param]
+    regs: list[Reg]
+    blocks: list[Block]
+    shared: list[SharedDecl] = field(default_factory=list)
+    shared_bytes: int = 0
+    source_file: str = ""
+
+    @property
+    def exit_index(self) -> int:
+        return len(self.blocks)
+
+    def instructions(self) -> list[tuple[int, Instr]]:
+        """All instructions in pc order, as (block index, instr); the pc is the list index."""
+        out = []
+        for b in self.blocks:
+            out += [(b.index, i) for i in b.all_instrs()]
+        return out
+
+    def block_pcs(self) -> list[tuple[int, int]]:
+        """(first pc, number of instructions) of each block."""
+        out, pc = [], 0
+        for b in self.blocks:
+            n = len(b.all_instrs())
+            out.append((pc, n))
+            pc += n
+        return out
+
+    def dump(self) -> str:
+        lines = [f".kernel {self.name}"]
+        for b in self.blocks:
+            lines.append(f"B{b.index}:")
+            for i in b.all_instrs():
+                lines.append(f"    {i!r}")
+            t = b.term
+            lines.append(f"    -> {t.kind} target=B{t.target} fall=B{t.fallthrough} reconv=B{t.reconv}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Control-flow graph analysis
+# ---------------------------------------------------------------------------------------------
+
+
+def prune_unreachable(blocks: list[Block]) -> list[Block]:
+    """Drop blocks unreachable from block 0 and renumber; terminators are remapped in place."""
+    exit_old = len(blocks)
+    seen, stack = set(), [0]
+    while stack:
+        b = stack.pop()
+        if b in seen or b == exit_old:
+            continue
+        seen.add(b)
+        stack += blocks[b].term.successors(exit_old)
+    keep = [b for b in blocks if b.index in seen]
+    remap = {b.index: i for i, b in enumerate(keep)}
+    remap[exit_old] = len(keep)
+    for i, b in enumerate(keep):
+        b.index = i
+        t = b.term
+        if t.target >= 0:
+            t.target = remap[t.target]
+        if t.fallthrough >= 0:
+            t.fallthrough = remap[t.fallthrough]
+    return keep
+
+
+def immediate_post_dominators(blocks: list[Block]) -> list[int]:
+    """Immediate post-dominator of every block (the exit pseudo-block is `len(blocks)`).
+
+    Iterative dataflow on the reverse CFG (Cooper, Harvey & Kennedy, "A Simple, Fast Dominance
+    Algorithm"). Blocks that cannot reach the exit (infinite loops) get the exit as their ipdom.
+    """
+    n = len(blocks)
+    exit_ = n
+    succ = {b.index: b.term.successors(exit_) for b in blocks}
+    pred: dict[int, list[int]] = {i: [] for i in range(n + 1)}
+    for b, ss in succ.items():
+        for s in ss:
+            pred[s].append(b)
+    # Reverse post-order of the reverse CFG, starting from exit.
+    order, seen = [], set()
+
+    def dfs(v):
+        stack = [(v, iter(pred[v]))]
+        seen.add(v)
+        while stack:
+            node, it = stack[-1]
+            nxt = next((p for p in it if p not in seen), None)
+            if nxt is None:
+                order.append(node)
+                stack.pop()
+            else:
+                seen.add(nxt)
+                stack.append((nxt, iter(pred[nxt])))
+
+    dfs(exit_)
+    rpo = list(reversed(order))
+    num = {v: i for i, v in enumerate(rpo)}
+    ipdom = {exit_: exit_}
+
+    def intersect(a, b):
+        while a != b:
+            while num[a] > num[b]:
+                a = ipdom[a]
+            while num[b] > num[a]:
+                b = ipdom[b]
+        return a
+
+    changed = True
+    while changed:
+        changed = False
+        for v in rpo[1:]:
+            cands = [s for s in succ[v] if s in ipdom]
+            if not cands:
+                continue
+            new = cands[0]
+            for s in cands[1:]:
+                new = intersect(s, new)
+            if ipdom.get(v) != new:
+                ipdom[v] = new
+                changed = True
+    return [ipdom.get(i, exit_) for i in range(n)]
+
+
+def finalize(program: Program) -> Program:
+    """Prune unreachable blocks and attach reconvergence points to every conditional branch."""
+    program.blocks = prune_unreachable(program.blocks)
+    ipdom = immediate_post_dominators(program.blocks)
+    for b in program.blocks:
+        if b.term.kind == BRANCH:
+            b.term.reconv = ipdom[b.index]
+    return program
