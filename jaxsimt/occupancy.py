@@ -36,6 +36,7 @@ import sys
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxsimt.arch import ARCHS, Arch, get_arch
 
@@ -51,49 +52,51 @@ def _ceil_div(x: jax.Array, y) -> jax.Array:
     return (x + (y - 1)) // y
 
 
-def warps_limit(arch: Arch, threads: jax.Array) -> jax.Array:
+# Every rule below takes `xp`, the array module (jax.numpy under jit/vmap, numpy for one configuration):
+# the arithmetic is identical, and the scalar path needs no compilation.
+
+
+def warps_limit(arch: Arch, threads, xp=jnp):
     """Blocks per SM allowed by the warp slots. threads: [...] int32 -> [...] int32."""
     warps = _ceil_div(threads, arch.warp_size)
     max_warps = arch.max_threads_per_sm // arch.warp_size
     ok = (threads > 0) & (threads <= arch.max_threads_per_block)
-    return jnp.where(ok, max_warps // jnp.maximum(warps, 1), 0).astype(jnp.int32)
+    return xp.where(ok, max_warps // xp.maximum(warps, 1), 0).astype(xp.int32)
 
 
-def registers_limit(arch: Arch, threads: jax.Array, regs: jax.Array) -> tuple[jax.Array, jax.Array]:
+def registers_limit(arch: Arch, threads, regs, xp=jnp):
     """Blocks per SM allowed by the register file, and registers allocated per block.
 
     threads, regs: [...] int32. Returns ([...] int32 blocks, [...] int32 registers per block).
     """
-    warps = jnp.maximum(_ceil_div(threads, arch.warp_size), 1)
+    warps = xp.maximum(_ceil_div(threads, arch.warp_size), 1)
     gran = arch.warp_alloc_granularity
     if arch.register_alloc_per == "warp":
         per_warp = _round_up(regs * arch.warp_size, arch.register_alloc_unit)
         per_block = per_warp * warps
         assumed = per_warp * _round_up(warps, gran)  # the launch check rounds warps to the granularity
-        sm_warps = arch.registers_per_sm // jnp.maximum(per_warp, 1) // gran * gran
+        sm_warps = arch.registers_per_sm // xp.maximum(per_warp, 1) // gran * gran
         blocks = sm_warps // warps
         fits = (assumed <= arch.max_registers_per_block) & (per_block <= arch.max_registers_per_block)
     elif arch.register_alloc_per == "block":
         per_block = _round_up(_round_up(warps, gran) * regs * arch.warp_size, arch.register_alloc_unit)
-        blocks = arch.registers_per_sm // jnp.maximum(per_block, 1)
+        blocks = arch.registers_per_sm // xp.maximum(per_block, 1)
         fits = per_block <= arch.max_registers_per_block
     else:
         raise ValueError(f"unknown register_alloc_per {arch.register_alloc_per!r}")
     fits = fits & (regs <= arch.max_registers_per_thread) & (regs >= 0)
-    blocks = jnp.where(regs == 0, UNLIMITED, blocks)
-    return jnp.where(fits, blocks, 0).astype(jnp.int32), per_block.astype(jnp.int32)
+    blocks = xp.where(regs == 0, UNLIMITED, blocks)
+    return xp.where(fits, blocks, 0).astype(xp.int32), per_block.astype(xp.int32)
 
 
-def align_carveout(arch: Arch, size: jax.Array) -> jax.Array:
+def align_carveout(arch: Arch, size, xp=jnp):
     """Smallest allowed carve-out (bytes) holding `size` bytes; the largest when none does. [...] int32."""
-    allowed = jnp.asarray(sorted(arch.shared_carveouts_kb), jnp.int32) * 1024
-    fits = allowed >= jnp.asarray(size, jnp.int32)[..., None]
-    return jnp.min(jnp.where(fits, allowed, allowed[-1]), axis=-1).astype(jnp.int32)
+    allowed = xp.asarray(sorted(arch.shared_carveouts_kb), xp.int32) * 1024
+    fits = allowed >= xp.asarray(size, xp.int32)[..., None]
+    return xp.min(xp.where(fits, allowed, allowed[-1]), axis=-1).astype(xp.int32)
 
 
-def shared_memory_limit(
-    arch: Arch, smem: jax.Array, carveout: "jax.Array | None" = None
-) -> tuple[jax.Array, jax.Array, jax.Array]:
+def shared_memory_limit(arch: Arch, smem, carveout=None, xp=jnp):
     """Blocks per SM allowed by shared memory.
 
     smem: [...] int32, the kernel's own bytes per block (static + dynamic). carveout: [...] int32 preferred
@@ -104,11 +107,39 @@ def shared_memory_limit(
     per_block = _round_up(smem + reserved, arch.shared_mem_alloc_unit)
     if carveout is None:
         carveout = arch.max_shared_carveout
-    preferred = align_carveout(arch, jnp.asarray(carveout, jnp.int32))
-    per_sm = jnp.where(preferred >= per_block, preferred, align_carveout(arch, per_block))
-    blocks = jnp.where(per_block > 0, per_sm // jnp.maximum(per_block, 1), UNLIMITED)
+    preferred = align_carveout(arch, xp.asarray(carveout, xp.int32), xp)
+    per_sm = xp.where(preferred >= per_block, preferred, align_carveout(arch, per_block, xp))
+    blocks = xp.where(per_block > 0, per_sm // xp.maximum(per_block, 1), UNLIMITED)
     fits = (smem >= 0) & (per_block <= arch.shared_mem_per_block_optin + reserved)
-    return jnp.where(fits, blocks, 0).astype(jnp.int32), per_block.astype(jnp.int32), per_sm
+    return xp.where(fits, blocks, 0).astype(xp.int32), per_block.astype(xp.int32), per_sm
+
+
+def _occupancy(xp, arch: Arch, threads, regs, smem, carveout) -> dict:
+    threads = xp.asarray(threads, xp.int32)
+    regs = xp.asarray(regs, xp.int32)
+    smem = xp.asarray(smem, xp.int32)
+    threads, regs, smem = xp.broadcast_arrays(threads, regs, smem)
+    by_warps = warps_limit(arch, threads, xp)
+    by_blocks = xp.full(threads.shape, arch.max_blocks_per_sm, xp.int32)
+    by_regs, regs_alloc = registers_limit(arch, threads, regs, xp)
+    by_smem, smem_alloc, smem_sm = shared_memory_limit(arch, smem, carveout, xp)
+    limits = xp.stack([by_warps, by_blocks, by_regs, by_smem], axis=-1)
+    blocks = xp.min(limits, axis=-1)
+    warps = (blocks * _ceil_div(threads, arch.warp_size)).astype(xp.int32)
+    max_warps = arch.max_threads_per_sm // arch.warp_size
+    return {
+        "active_blocks_per_sm": blocks,
+        "active_warps_per_sm": warps,
+        "occupancy": warps.astype(xp.float32) / max_warps,
+        "limiter": xp.argmax(limits == blocks[..., None], axis=-1).astype(xp.int32),
+        "blocks_limit_warps": by_warps,
+        "blocks_limit_blocks": by_blocks,
+        "blocks_limit_registers": by_regs,
+        "blocks_limit_shared_memory": by_smem,
+        "registers_per_block": regs_alloc,
+        "shared_mem_per_block": smem_alloc,
+        "shared_mem_per_sm": xp.broadcast_to(smem_sm, threads.shape).astype(xp.int32),
+    }
 
 
 def occupancy_arrays(
@@ -127,32 +158,7 @@ def occupancy_arrays(
     shared_mem_per_block (allocated, int32) and shared_mem_per_sm (the carve-out used, int32).
     jit-able and vmap-able.
     """
-    arch = get_arch(arch)
-    threads = jnp.asarray(threads_per_block, jnp.int32)
-    regs = jnp.asarray(regs_per_thread, jnp.int32)
-    smem = jnp.asarray(smem_per_block, jnp.int32)
-    threads, regs, smem = jnp.broadcast_arrays(threads, regs, smem)
-    by_warps = warps_limit(arch, threads)
-    by_blocks = jnp.full(threads.shape, arch.max_blocks_per_sm, jnp.int32)
-    by_regs, regs_alloc = registers_limit(arch, threads, regs)
-    by_smem, smem_alloc, smem_sm = shared_memory_limit(arch, smem, carveout)
-    limits = jnp.stack([by_warps, by_blocks, by_regs, by_smem], axis=-1)
-    blocks = jnp.min(limits, axis=-1)
-    warps = blocks * _ceil_div(threads, arch.warp_size)
-    max_warps = arch.max_threads_per_sm // arch.warp_size
-    return {
-        "active_blocks_per_sm": blocks,
-        "active_warps_per_sm": warps.astype(jnp.int32),
-        "occupancy": warps.astype(jnp.float32) / max_warps,
-        "limiter": jnp.argmax(limits == blocks[..., None], axis=-1).astype(jnp.int32),
-        "blocks_limit_warps": by_warps,
-        "blocks_limit_blocks": by_blocks,
-        "blocks_limit_registers": by_regs,
-        "blocks_limit_shared_memory": by_smem,
-        "registers_per_block": regs_alloc,
-        "shared_mem_per_block": smem_alloc,
-        "shared_mem_per_sm": jnp.broadcast_to(smem_sm, threads.shape).astype(jnp.int32),
-    }
+    return _occupancy(jnp, get_arch(arch), threads_per_block, regs_per_thread, smem_per_block, carveout)
 
 
 def occupancy(
@@ -173,7 +179,7 @@ def occupancy(
         raise ValueError(f"threads_per_block must be positive, got {threads_per_block}")
     if regs_per_thread < 0 or smem_per_block < 0:
         raise ValueError("regs_per_thread and smem_per_block must not be negative")
-    raw = occupancy_arrays(arch, threads_per_block, regs_per_thread, smem_per_block, carveout)
+    raw = _occupancy(np, arch, threads_per_block, regs_per_thread, smem_per_block, carveout)
     out: dict = {key: value.item() for key, value in raw.items()}
     out["occupancy"] = out["active_warps_per_sm"] / (arch.max_threads_per_sm // arch.warp_size)
     out["limiter"] = LIMITERS[out["limiter"]]

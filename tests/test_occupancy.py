@@ -131,10 +131,14 @@ def test_arrays_jit_vmap_sweep():
     blocks = np.asarray(sweep["active_blocks_per_sm"])
     assert blocks.shape == (255,) and np.all(np.diff(blocks) <= 0)
     assert blocks[31] == 8 and blocks[63] == 4 and blocks[254] == 1
+    # the traced (jax.numpy) and the scalar (numpy) paths agree
+    for regs in (1, 33, 64, 100, 200, 255):
+        assert occupancy("h200", 256, regs, 0)["active_blocks_per_sm"] == blocks[regs - 1]
 
 
 def test_arrays_carveout_vmapped():
-    out = jax.vmap(lambda c: occupancy_arrays("h200", 256, 32, 16 * KB, c))(jnp.asarray([0, 100, 228]) * KB)
+    fn = jax.jit(jax.vmap(lambda c: occupancy_arrays("h200", 256, 32, 16 * KB, c)))
+    out = fn(jnp.asarray([0, 100, 228]) * KB)
     assert out["active_blocks_per_sm"].tolist() == [1, 5, 8]
     assert out["shared_mem_per_sm"].tolist() == [32 * KB, 100 * KB, 228 * KB]
 
