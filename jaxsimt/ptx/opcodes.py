@@ -145,6 +145,9 @@ SUPPORTED_OPCODES: dict = {
     "shfl": _s("sync up down bfly idx b32"),
     "vote": _s("sync all any uni ballot pred b32"),
     "activemask": _s("b32"),
+    "redux": _s("sync add min max and or xor u32 s32 b32 f32 abs NaN"),
+    "match": _s("sync any all b32 b64"),
+    "isspacep": _s("global shared shared::cta shared::cluster local const param param::entry"),
     "griddepcontrol": _s("launch_dependents wait"),
     # tensor cores
     "wmma.load": _s("a b c sync aligned row col global shared shared::cta", _SHAPES, _MMA_TYPES),

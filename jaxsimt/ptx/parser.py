@@ -405,8 +405,8 @@ class _Parser:
                 self.error("float operands in a constant expression", self.i - 1)
             left = ast.Imm(self.fold(op, left.value, right.value), False, "")
         if left.raw == "":
-            raw = " ".join(self.text[start:self.i])
-            left = ast.Imm(left.value, False, raw)
+            raw = self.src[self.pos[start]:self.pos[self.i - 1] + len(self.text[self.i - 1])]
+            left = ast.Imm(left.value, False, " ".join(raw.split()))
         return left
 
     def fold(self, op: str, a: int, b: int) -> int:
@@ -708,6 +708,8 @@ class _Body:
                     operands.append(self.operand())
             operands = tuple(operands)
         if p.peek() != ";" or p.kind[p.i] != "p":
+            if p.line[p.i] > p.line[p.i - 1]:
+                p.error(f"missing ';' after the operands of {name}", p.i - 1)
             p.error(f"expected ',' or ';' after the operands of {name}")
         text = " ".join(p.src[p.pos[start]:p.pos[p.i]].split())
         p.i += 1
@@ -722,7 +724,7 @@ class _Body:
                 vector = int(m[1])
         if space is None and opcode in MEMORY_OPCODES:
             space = "generic"
-        if opcode in ("bra", "brx") and operands and isinstance(operands[-1], ast.Sym) and opcode == "bra":
+        if opcode == "bra" and operands and isinstance(operands[-1], ast.Sym):
             self.branch_uses.append((operands[-1].name, oi))
         self.stmts.append(ast.Instruction(opcode, mods, types, space, vector, pred, operands, ln, text,
                                           self.loc, self.inlined_at, opcode in KNOWN_OPCODES))
