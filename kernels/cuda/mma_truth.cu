@@ -4,6 +4,7 @@
 // tf32 -> f32), and a WMMA m16n16k16 f16->f32 kernel, on deterministic tiles, and writes the bits.
 //
 //   nvcc -arch=sm_90 -O2 -o mma_truth mma_truth.cu && ./mma_truth OUTDIR
+//   ./mma_truth --dry-run OUTDIR  (no GPU: same files, D bits all ones)   ./mma_truth --checksums
 //
 // OUTDIR/mma_truth.bin + OUTDIR/mma_truth.json (the manifest: sections, byte offsets, layouts, device).
 // Per configuration: N_RANDOM random tiles whose inputs are NOT stored (they are a pure function of the
@@ -305,7 +306,9 @@ static std::vector<uint32_t> unpack(const std::vector<uint8_t>& v, Fmt f) {
   }
   return out;
 }
+static bool DRY_RUN = false;  // --dry-run OUTDIR: everything but the GPU (D bits all ones), to check the format
 static void run(const Config& cf, Tiles& T) {
+  if (DRY_RUN) { T.d.assign((size_t)T.n * cf.m * cf.n, nbytes(cf.cd) == 2 ? 0xFFFFu : 0xFFFFFFFFu); return; }
   std::vector<uint8_t> ha = pack(T.a, cf.ab), hb = pack(T.b, cf.ab), hc = pack(T.c, cf.cd);
   size_t dbytes = (size_t)T.n * cf.m * cf.n * nbytes(cf.cd);
   void *da, *db, *dc, *dd;
@@ -460,13 +463,23 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (!strcmp(argv[1], "--dry-run") && argc > 2) { DRY_RUN = true; ++argv; }
   std::string dir = argv[1];
   std::string bin_path = dir + "/mma_truth.bin", json_path = dir + "/mma_truth.json";
   FILE* bin = fopen(bin_path.c_str(), "wb");
   if (!bin) { fprintf(stderr, "cannot write %s\n", bin_path.c_str()); return 1; }
-  int dev = 0; CK(cudaGetDevice(&dev));
-  cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, dev));
-  int drv = 0, rt = 0; CK(cudaDriverGetVersion(&drv)); CK(cudaRuntimeGetVersion(&rt));
+  int dev = 0, drv = 0, rt = 0;
+  cudaDeviceProp prop;
+  memset(&prop, 0, sizeof prop);
+  if (DRY_RUN) {
+    strcpy(prop.name, "dry-run (no GPU)");
+    prop.major = 9;
+  } else {
+    CK(cudaGetDevice(&dev));
+    CK(cudaGetDeviceProperties(&prop, dev));
+    CK(cudaDriverGetVersion(&drv));
+    CK(cudaRuntimeGetVersion(&rt));
+  }
   if (prop.major < 8) { fprintf(stderr, "needs sm_80 or newer (got %d.%d)\n", prop.major, prop.minor); return 1; }
 
   size_t offset = 0;
