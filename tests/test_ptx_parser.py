@@ -247,7 +247,7 @@ def test_handwritten_forms():
     ("add.s32 %r1, %r2, %r3\n    ret;", 12, "missing ';'"),
     ("add.s32 %r1, %r99, %r3;", 12, "undeclared register %r99"),
     ("add.s32 %r1, %r2, %q3;", 12, "undeclared register %q3"),
-    ("bra $L_nowhere;", 12, "undefined label $L_nowhere"),
+    ("bra $L_nowhere;", 12, "undefined label $L_nowhere at '$L_nowhere'"),
     (".frob 3;", 12, "unknown directive"),
     ("mov.u32 %r1, 3 # 4;", 12, "unexpected character '#'"),
     ("ld.global.f32 %f1, [%rd1+];", 12, "expected an address offset"),
@@ -428,3 +428,10 @@ $L1:
     ret;
 }
 """
+
+
+def test_docs_list_every_supported_opcode():
+    from jaxsimt.ptx import SUPPORTED_OPCODES
+    doc = (pathlib.Path(__file__).parent.parent / "docs" / "ptx.md").read_text()
+    for op in SUPPORTED_OPCODES:
+        assert f"| `{op}` |" in doc, op

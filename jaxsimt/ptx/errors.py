@@ -17,6 +17,8 @@ class PtxSyntaxError(PtxError):
         self.text = text
         self.message = message
         where = f"{filename}:{line}" if line else filename
+        if len(text) > 160:
+            text = text[:157] + "..."
         super().__init__(f"{where}: {message}" + (f": {text!r}" if text else ""))
 
 

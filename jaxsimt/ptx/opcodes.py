@@ -55,7 +55,7 @@ _CACHE = {"ca", "cg", "cs", "lu", "cv", "wb", "wt", "L2::64B", "L2::128B", "L2::
           "L1::evict_normal", "L1::evict_unchanged", "L1::evict_first", "L1::evict_last", "L1::no_allocate",
           "L2::evict_normal", "L2::evict_first", "L2::evict_last"}
 _VEC = {"v2", "v4", "v8"}
-_NUM = set(INT_TYPES | {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64"})
+_NUM = set((INT_TYPES - {"b128"}) | {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64"})
 _CMP = set("eq ne lt le gt ge lo ls hi hs equ neu ltu leu gtu geu num nan".split())
 _SHAPES = set("m16n16k16 m8n32k16 m32n8k16 m16n16k8 m8n8k4 m8n8k32 m8n8k128 m16n8k4 m16n8k8 m16n8k16 "
               "m16n8k32 m16n8k64 m16n8k128 m16n8k256".split())
@@ -71,12 +71,12 @@ def _s(*groups) -> frozenset:
 
 SUPPORTED_OPCODES: dict = {
     # data movement
-    "ld": _s(_SPACE_MODS, _CACHE, _VEC, TYPES, _SCOPE, "nc volatile relaxed acquire weak mmio"),
-    "ldu": _s("global", _VEC, TYPES),
-    "st": _s(_SPACE_MODS, _CACHE, _VEC, TYPES, _SCOPE, "volatile relaxed release weak mmio"),
-    "mov": _s(TYPES, _VEC),
+    "ld": _s(_SPACE_MODS, _CACHE, _VEC, _NUM, _SCOPE, "nc volatile relaxed acquire weak mmio"),
+    "ldu": _s("global", _VEC, _NUM),
+    "st": _s(_SPACE_MODS, _CACHE, _VEC, _NUM, _SCOPE, "volatile relaxed release weak mmio"),
+    "mov": _s(_NUM, "pred", _VEC),
     "cvta": _s("to global shared shared::cta shared::cluster local const param param::entry u32 u64"),
-    "cvt": _s(TYPES, _ROUND, _IROUND, "rna rs ftz sat relu satfinite"),
+    "cvt": _s(_NUM, "tf32", _ROUND, _IROUND, "rna rs ftz sat relu satfinite"),
     # integer and float arithmetic
     "add": _s(_NUM, _ROUND, "sat ftz cc relu"),
     "sub": _s(_NUM, _ROUND, "sat ftz cc relu"),
@@ -86,12 +86,12 @@ SUPPORTED_OPCODES: dict = {
     "mad24": _s("lo hi sat u32 s32"),
     "fma": _s(_ROUND, "ftz sat relu oob f16 f16x2 bf16 bf16x2 f32 f64"),
     "div": _s(_ROUND, _NUM, "approx full ftz"),
-    "rem": _s(INT_TYPES),
+    "rem": _s("u16 u32 u64 s16 s32 s64"),
     "min": _s(_NUM, "ftz NaN xorsign abs relu"),
     "max": _s(_NUM, "ftz NaN xorsign abs relu"),
     "abs": _s(_NUM, "ftz"),
     "neg": _s(_NUM, "ftz"),
-    "sad": _s(INT_TYPES),
+    "sad": _s("u16 u32 u64 s16 s32 s64"),
     "dp4a": _s("u32 s32"),
     "dp2a": _s("lo hi u32 s32"),
     "copysign": _s("f32 f64"),
@@ -138,9 +138,9 @@ SUPPORTED_OPCODES: dict = {
     "bar.warp.sync": frozenset(),
     "membar": _s("cta gl sys"),
     "fence": _s(_SCOPE, "sc acq_rel"),
-    "atom": _s(_SPACE_MODS, _SCOPE, TYPES, _VEC, "relaxed acquire release acq_rel and or xor cas exch add inc "
+    "atom": _s(_SPACE_MODS, _SCOPE, _NUM, _VEC, "relaxed acquire release acq_rel and or xor cas exch add inc "
                "dec min max noftz L2::cache_hint"),
-    "red": _s(_SPACE_MODS, _SCOPE, TYPES, _VEC, "relaxed release and or xor add inc dec min max noftz "
+    "red": _s(_SPACE_MODS, _SCOPE, _NUM, _VEC, "relaxed release and or xor add inc dec min max noftz "
               "L2::cache_hint"),
     "shfl": _s("sync up down bfly idx b32"),
     "vote": _s("sync all any uni ballot pred b32"),

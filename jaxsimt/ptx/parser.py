@@ -33,6 +33,8 @@ _DTYPE_DIRS = {"." + t for t in TYPES} | {".texref", ".samplerref", ".surfref"}
 _BINOPS = {"*": 10, "/": 10, "%": 10, "+": 9, "-": 9, "<<": 8, ">>": 8, "<": 7, ">": 7, "<=": 7, ">=": 7,
            "==": 6, "!=": 6, "&": 5, "^": 4, "|": 3, "&&": 2, "||": 1}
 _MASK64 = (1 << 64) - 1
+_MAX_NESTING = 64
+_MAX_REGS = 1 << 24
 
 
 def parse(text: str, filename: str = "<ptx>") -> ast.Module:
@@ -91,6 +93,7 @@ class _Parser:
         t = tokenize(text, filename)
         self.kind, self.text, self.line, self.pos = t.kind, t.text, t.line, t.pos
         self.i = 0
+        self.depth = 0
 
     # ---------------------------------------------------------------------------------- token helpers
 
@@ -312,13 +315,15 @@ class _Parser:
         self.expect(";", "';' after the declaration")
         return out
 
-    def initializer(self, vals: list) -> None:
+    def initializer(self, vals: list, depth: int = 0) -> None:
+        if depth > _MAX_NESTING:
+            self.error("initializer nested too deeply")
         if self.accept("{"):
             if self.accept("}"):
                 return
-            self.initializer(vals)
+            self.initializer(vals, depth + 1)
             while self.accept(","):
-                self.initializer(vals)
+                self.initializer(vals, depth + 1)
             self.expect("}", "'}' or ',' in the initializer")
             return
         if self.kind[self.i] == "id":
@@ -426,6 +431,15 @@ class _Parser:
                 "||": lambda: int(bool(a or b))}[op]()
 
     def unary(self, what: str) -> ast.Imm:
+        self.depth += 1
+        try:
+            if self.depth > _MAX_NESTING:
+                self.error("expression nested too deeply")
+            return self.unary_inner(what)
+        finally:
+            self.depth -= 1
+
+    def unary_inner(self, what: str) -> ast.Imm:
         k, t = self.kind[self.i], self.text[self.i]
         if k == "int":
             self.i += 1
@@ -640,8 +654,8 @@ class _Body:
                     if p.peek_kind() != "int":
                         p.error("expected a register count")
                     count = _int_value(p.next())
-                    if count <= 0:
-                        p.error("register count must be positive", p.i - 1)
+                    if not 0 < count <= _MAX_REGS:
+                        p.error(f"register count must be in 1..{_MAX_REGS}", p.i - 1)
                     p.expect(">")
                 self.declare_reg(dtype, name, count, ln, vector, ni)
                 if not p.accept(","):
@@ -725,7 +739,7 @@ class _Body:
         if space is None and opcode in MEMORY_OPCODES:
             space = "generic"
         if opcode == "bra" and operands and isinstance(operands[-1], ast.Sym):
-            self.branch_uses.append((operands[-1].name, oi))
+            self.branch_uses.append((operands[-1].name, p.i - 2))
         self.stmts.append(ast.Instruction(opcode, mods, types, space, vector, pred, operands, ln, text,
                                           self.loc, self.inlined_at, opcode in KNOWN_OPCODES))
 
