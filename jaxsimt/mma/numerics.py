@@ -148,11 +148,6 @@ def _any_low_bits64(hi, lo, k):
     return ((lo & _low_mask(k)) | (hi & _low_mask(k - 32))) != 0
 
 
-def _add64(hi, lo, x):
-    lo2 = lo + x
-    return hi + (lo2 < x).astype(U32), lo2
-
-
 # --- decoding ---------------------------------------------------------------------------------------------
 class Decoded(NamedTuple):
     sign: jax.Array  # uint32 0/1
@@ -250,14 +245,17 @@ def fused_group(acc: Decoded, acc_fmt: Fmt, pa: Decoded, pb: Decoded, in_fmt: Fm
         lost = jnp.where(sh >= 0, False, (sig & _low_mask(-sh)) != 0)
         m = m + (lost & (sign == 1)).astype(U32)
     m = jnp.where(zero, _u(0), m)
-    # exact sum: positive and negative parts as 64-bit (two-limb) integers
-    zero_u = jnp.zeros(m.shape[:-1], U32)
-    ph, pl, nh, nl = zero_u, zero_u, zero_u, zero_u
-    for i in range(m.shape[-1]):
-        mi_pos = jnp.where(sign[..., i] == 0, m[..., i], _u(0))
-        mi_neg = jnp.where(sign[..., i] == 1, m[..., i], _u(0))
-        ph, pl = _add64(ph, pl, mi_pos)
-        nh, nl = _add64(nh, nl, mi_neg)
+    # exact sum: positive and negative parts, each summed as 16-bit limbs (no uint32 overflow for up to
+    # 2^16 addends) and recombined into 64-bit (two-limb) integers
+    def limb_sum(mask):
+        mm = jnp.where(mask, m, _u(0))
+        s_lo = jnp.sum(mm & 0xFFFF, -1, dtype=U32)
+        s_hi = jnp.sum(mm >> 16, -1, dtype=U32)
+        lo = s_lo + (s_hi << 16)
+        return (s_hi >> 16) + (lo < s_lo).astype(U32), lo
+
+    ph, pl = limb_sum(sign == 0)
+    nh, nl = limb_sum(sign == 1)
     neg = (nh > ph) | ((nh == ph) & (nl > pl))
     ah, al, bh, bl = (jnp.where(neg, nh, ph), jnp.where(neg, nl, pl),
                       jnp.where(neg, ph, nh), jnp.where(neg, pl, nl))
