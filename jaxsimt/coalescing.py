@@ -67,15 +67,16 @@ def request_lanes(arch: Arch, size: int) -> int:
 
 
 def count_distinct(keys: jax.Array, valid: jax.Array) -> jax.Array:
-    """Number of distinct values among the valid keys (N x N comparison matrix, first occurrences).
+    """Number of distinct values among the valid keys (sort + adjacent difference).
 
+    Invalid keys are replaced by a valid one, so they add no new value. (On XLA:CPU a sort of 64 keys is
+    several times faster than a 64 x 64 comparison matrix.)
     keys: [..., N] any integer dtype; valid: [..., N] bool. Returns [...] int32 (0 where nothing is valid).
     """
-    n = keys.shape[-1]
-    same = (keys[..., :, None] == keys[..., None, :]) & valid[..., None, :]
-    earlier = jnp.arange(n)[None, :] < jnp.arange(n)[:, None]
-    first = valid & ~jnp.any(same & earlier, axis=-1)
-    return jnp.sum(first, axis=-1).astype(jnp.int32)
+    first_valid = jnp.take_along_axis(keys, jnp.argmax(valid, axis=-1)[..., None], axis=-1)
+    filled = jnp.sort(jnp.where(valid, keys, first_valid), axis=-1)
+    changes = jnp.sum(filled[..., 1:] != filled[..., :-1], axis=-1)
+    return jnp.where(jnp.any(valid, axis=-1), changes + 1, 0).astype(jnp.int32)
 
 
 def _touched(addresses: jax.Array, size: int, granule: int) -> jax.Array:
