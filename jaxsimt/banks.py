@@ -134,6 +134,7 @@ def bank_access(arch: "Arch | str", addresses: jax.Array, size: int, active: jax
     arch: static `Arch` (or its name). addresses: [warp_size] byte addresses in shared memory, any integer
     dtype. size: static access size in bytes, one of 1, 2, 4, 8, 16. active: [warp_size] bool.
     Loads and stores follow the same rule (writes to one word by several lanes are served as one).
+    An access with no active lane returns 0 wavefronts: to be measured on the hardware.
     Returns a `BankAccess` of int32 scalars. jit-able (arch and size static) and vmap-able over a batch of
     (addresses, active).
     """
