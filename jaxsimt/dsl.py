@@ -220,8 +220,15 @@ class Value:
     def __rxor__(self, o): return self._bin(o, "xor", True)
     def __invert__(self): return _alu("not", self.dtype, self)
 
-    def __lshift__(self, o): return _alu("shl", self.dtype, self, _operand(o, T.u32) if not isinstance(o, Value) else _cvt_if(o, T.u32))
-    def __rshift__(self, o): return _alu("shr", self.dtype, self, _operand(o, T.u32) if not isinstance(o, Value) else _cvt_if(o, T.u32))
+    def _shift(self, o, op):
+        b = _builder()
+        amount = _cvt_if(o, T.u32) if isinstance(o, Value) else _operand(o, T.u32)
+        r = b.reg(self.dtype)
+        b.emit(op, [r], [self.reg, amount], type=self.dtype.name)
+        return Value(r)
+
+    def __lshift__(self, o): return self._shift(o, "shl")
+    def __rshift__(self, o): return self._shift(o, "shr")
 
     # comparisons -> pred
     def _cmp(self, o, cmp):

@@ -9,8 +9,8 @@ The rules, as seed 000 and GPGPU-Sim's simt_stack implement them:
 - initial entry: (entry block, exit, all valid lanes);
 - uniform branch: the top entry's pc moves; nothing is pushed;
 - divergent branch: the top entry becomes the reconvergence entry (pc := reconvergence pc), then
-  (fall-through, not-taken lanes) and (target, taken lanes) are pushed, each with the branch's
-  reconvergence pc, and the taken path runs first. A path that starts at the reconvergence pc itself is
+  (target, taken lanes) and (fall-through, not-taken lanes) are pushed, each with the branch's
+  reconvergence pc, so the fall-through path (an if's body, when the branch jumps over it) runs first. A path that starts at the reconvergence pc itself is
   not pushed. When the top entry already reconverges at the same pc (a divergent loop exit, iteration
   after iteration) it is reused for the continuing path instead of growing the stack;
 - after any pc update, while the top entry's pc equals its reconvergence pc — or none of its lanes is
@@ -83,7 +83,7 @@ def branch(st: Stack, sel, taken, not_taken, target: int, fallthrough: int, reco
     # A fresh divergence turns the top entry into the reconvergence entry.
     st = set_top_pc(st, fresh, reconv)
     base = jnp.where(reuse, st.sp - 1, st.sp)
-    pushes = [(fallthrough, not_taken), (target, taken)]  # taken path on top: it runs first
+    pushes = [(target, taken), (fallthrough, not_taken)]  # fall-through path on top: it runs first
     pushes = [(p, m) for p, m in pushes if p != reconv]
     pc, rpc, mask = st.pc, st.rpc, st.mask
     for k, (p, m) in enumerate(pushes):
