@@ -352,7 +352,7 @@ static void hard_tile(const Config& cf, int cat, Rng& r, uint32_t* A, uint32_t* 
     for (int q = 0; q < k; ++q) s += to_double(fi, A[i * k + q]) * to_double(fi, B[q * n + j]);
     return s;
   };
-  int wide = fi == F16 ? 14 : 60;
+  int wide = fo == F16 ? 7 : fi == F16 ? 14 : 60;
   switch (cat) {
     case 0:  // catastrophic cancellation: c = -(sum of products), or products cancelling in pairs
       fillA(-2, 1); fillB(-2, 1);
@@ -384,9 +384,9 @@ static void hard_tile(const Config& cf, int cat, Rng& r, uint32_t* A, uint32_t* 
       break;
     }
     case 4: {  // near overflow of the accumulator
-      if (fo == F16) { fillA(5, 7); fillB(5, 8); fillC(13, 15); }
+      if (fo == F16) { fillA(3, 6); fillB(3, 7); fillC(13, 15); }
       else if (fi == F16) { fillA(10, 15); fillB(10, 15); fillC(125, 127); }
-      else { fillA(60, 63); fillB(60, 64); fillC(124, 127); }
+      else { fillA(56, 61); fillB(56, 62); fillC(124, 127); }
       if (r.coin()) {  // same signs: sums grow
         for (int i = 0; i < m * k; ++i) A[i] &= ~(1u << (nbytes(fi) * 8 - 1));
         for (int i = 0; i < k * n; ++i) B[i] &= ~(1u << (nbytes(fi) * 8 - 1));
