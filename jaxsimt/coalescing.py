@@ -79,19 +79,32 @@ def count_distinct(keys: jax.Array, valid: jax.Array) -> jax.Array:
     return jnp.where(jnp.any(valid, axis=-1), changes + 1, 0).astype(jnp.int32)
 
 
-def _touched(addresses: jax.Array, size: int, granule: int) -> jax.Array:
-    """Granules (sectors, lines) holding the first and last byte of each lane's access: [L] -> [L, 2]."""
-    g = jnp.asarray(granule, addresses.dtype)
+def _touched_sectors(addresses: jax.Array, size: int, sector: int) -> jax.Array:
+    """Sectors holding the first and last byte of each lane's access: [L] -> [L, 2] (size <= sector)."""
+    g = jnp.asarray(sector, addresses.dtype)
     first = addresses // g
     last = (addresses + jnp.asarray(size - 1, addresses.dtype)) // g
     return jnp.stack([first, last], axis=-1)
 
 
-def _distinct_per_request(addresses, size, active, granule, lanes):
-    """Distinct granules touched by each request group, summed. Returns int32 scalar."""
-    keys = _touched(addresses, size, granule).reshape(-1, lanes * 2)
+def _sectors_and_lines(addresses, size, active, arch: Arch, lanes):
+    """Distinct sectors and lines touched by each request group, summed over groups: two int32 scalars.
+
+    One sort serves both: sectors sorted ascending are also sorted by line (a line is a whole number of
+    sectors), so distinct lines are the changes of sector // (line_size // sector_size).
+    """
+    keys = _touched_sectors(addresses, size, arch.sector_size).reshape(-1, lanes * 2)
     valid = jnp.repeat(active, 2).reshape(-1, lanes * 2)
-    return jnp.sum(count_distinct(keys, valid)).astype(jnp.int32)
+    first_valid = jnp.take_along_axis(keys, jnp.argmax(valid, axis=-1)[..., None], axis=-1)
+    sectors = jnp.sort(jnp.where(valid, keys, first_valid), axis=-1)
+    lines = sectors // jnp.asarray(arch.line_size // arch.sector_size, sectors.dtype)
+    any_active = jnp.any(valid, axis=-1)
+
+    def distinct(sorted_keys):
+        changes = jnp.sum(sorted_keys[..., 1:] != sorted_keys[..., :-1], axis=-1)
+        return jnp.sum(jnp.where(any_active, changes + 1, 0)).astype(jnp.int32)
+
+    return distinct(sectors), distinct(lines)
 
 
 def _requests(active: jax.Array, lanes: int) -> jax.Array:
@@ -151,8 +164,7 @@ def coalesce(
     addresses = jnp.asarray(addresses)
     active = jnp.asarray(active, bool)
     requests = _requests(active, lanes)
-    sectors = _distinct_per_request(addresses, size, active, arch.sector_size, lanes)
-    lines = _distinct_per_request(addresses, size, active, arch.line_size, lanes)
+    sectors, lines = _sectors_and_lines(addresses, size, active, arch, lanes)
 
     if arch.coalescing == "sectors":
         transactions, granule = sectors, arch.sector_size
