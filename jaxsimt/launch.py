@@ -16,7 +16,7 @@ import numpy as np
 from jaxsimt import errors
 from jaxsimt import types as T
 from jaxsimt.arch import Arch, get_arch
-from jaxsimt.machine import N_MEM, Geometry, Layout, Machine, Options
+from jaxsimt.machine import Dyn, Geometry, Layout, Machine, Options
 from jaxsimt.program import Program
 
 DEFAULT_THREADS_PER_WAVE = 1 << 19
@@ -92,22 +92,28 @@ def check_launch(prog: Program, arch: Arch, grid, block, regs: Optional[int] = N
                 f"registers per block of {arch.name}")
 
 
-def _layout(prog: Program, arrays: dict[int, np.ndarray], arch: Arch, shared_bytes: int) -> Layout:
+def _layout(prog: Program, arrays: dict[int, np.ndarray], arch: Arch):
+    """Byte bases and sizes of the array arguments (bases aligned as cudaMalloc aligns them; address 0
+    stays unmapped, like a null pointer) and the global memory size, rounded up to a power of two so
+    that launches of similar sizes share one compiled machine."""
     align = arch.alloc_alignment
-    addr = align  # address 0 stays unmapped, like a null pointer
+    addr = align
     bases, sizes = [], []
     for p in prog.params:
         if p.is_pointer:
             addr = -(-addr // align) * align
-            a = arrays[p.index]
             bases.append(addr)
-            sizes.append(a.nbytes)
-            addr += max(a.nbytes, 1)
+            sizes.append(arrays[p.index].nbytes)
+            addr += max(arrays[p.index].nbytes, 1)
         else:
             bases.append(-1)
             sizes.append(0)
-    words = -(-addr // align) * align // 4 + 4
-    return Layout(tuple(bases), tuple(sizes), words, -(-shared_bytes // 4))
+    words = max(1024, 1 << int(np.ceil(np.log2(addr / 4 + 4))))
+    return bases, sizes, words
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, int(n - 1).bit_length())
 
 
 def _machine(prog: Program, geo: Geometry, layout: Layout, options: Options) -> Machine:
@@ -152,31 +158,38 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     tpb = block[0] * block[1] * block[2]
     n_ctas = grid[0] * grid[1] * grid[2]
     wpb = -(-tpb // arch.warp_size)
+    # Blocks per wave: a power of two (padding blocks start finished), so grids of similar sizes share
+    # one compiled machine.
     cpw = blocks_per_wave or max(1, DEFAULT_THREADS_PER_WAVE // (wpb * arch.warp_size))
-    cpw = min(cpw, n_ctas)
-    geo = Geometry(grid, block, arch.warp_size, cpw, stack_depth)
-    layout = _layout(prog, arrays, arch, prog.shared_bytes)
+    cpw = min(_pow2(cpw), _pow2(n_ctas)) if blocks_per_wave is None else min(cpw, n_ctas)
+    n_waves = -(-n_ctas // cpw)
+    geo = Geometry(block, arch.warp_size, cpw, stack_depth)
+    bases, sizes, words = _layout(prog, arrays, arch)
+    layout = Layout(words, -(-prog.shared_bytes // 4))
     options = Options(max_steps=max_steps, trace_steps=max_steps if trace else 0)
 
-    gmem = np.zeros(layout.global_words * 4, np.uint8)
+    gmem = np.zeros(words * 4, np.uint8)
     for p in prog.params:
         if p.is_pointer:
-            b = layout.bases[p.index]
+            b = bases[p.index]
             gmem[b:b + arrays[p.index].nbytes] = arrays[p.index].view(np.uint8).reshape(-1)
     with jax.enable_x64(True):
         m = _machine(prog, geo, layout, options)
+        dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(bases, jnp.int64),
+                  jnp.asarray(sizes, jnp.int64))
         gm = jnp.asarray(gmem.view(np.uint32))
         counters = m.zero_counters()
         sc = tuple(jnp.asarray(s) for s in scalars)
         traces, total_steps = [], 0
         ctx = jax.disable_jit() if not jit else _nullcontext()
         with ctx:
-            for wave in range(geo.n_waves):
-                gm, counters, fault, steps, tr, _ = m.run_wave(gm, counters, sc, jnp.int32(wave), jnp.uint32(0))
+            for wave in range(n_waves):
+                gm, counters, fault, steps, tr, _ = m.run_wave(gm, counters, sc, jnp.int32(wave), dyn,
+                                                               jnp.uint32(0))
                 total_steps += int(steps)
                 f = np.asarray(fault)
                 if f[0] != errors.NONE:
-                    raise _fault_error(prog, m, geo, f, max_steps)
+                    raise _fault_error(prog, m, geo, grid, sizes, f, max_steps)
                 if trace:
                     traces.append(tuple(np.asarray(t)[: int(steps)] for t in tr))
         gm_np = np.asarray(gm).view(np.uint8)
@@ -186,7 +199,7 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     for p, a in zip(prog.params, args):
         if p.is_pointer:
             src = arrays[p.index]
-            b = layout.bases[p.index]
+            b = bases[p.index]
             out = gm_np[b:b + src.nbytes].copy().view(src.dtype).reshape(src.shape)
             outputs[p.name] = out
             final_args.append(out)
@@ -235,7 +248,7 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps):
     return stats, per_instr
 
 
-def _fault_error(prog: Program, m: Machine, geo: Geometry, f, max_steps: int) -> errors.SimtError:
+def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_steps: int) -> errors.SimtError:
     code, pc, warp, lane, addr, wave = (int(v) for v in f)
     cls = errors.FAULT_CLASS[code]
     instrs = prog.instructions()
@@ -246,7 +259,7 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, f, max_steps: int) ->
     cta = wave * geo.ctas_per_wave + warp // geo.warps_per_block
     t = (warp % geo.warps_per_block) * geo.warp_size + lane
     bx, by, _ = geo.block
-    gx, gy, _ = geo.grid
+    gx, gy, _ = grid
     blk = (cta % gx, (cta // gx) % gy, cta // (gx * gy))
     thr = (t % bx, (t // bx) % by, t // (bx * by))
     who = f"block {blk}, thread {thr} (warp {warp % geo.warps_per_block}, lane {lane})"
@@ -256,7 +269,7 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, f, max_steps: int) ->
         ins = instrs[pc][1]
         arr = ins.attr("array")
         name = prog.params[arr].name if space == "global" else prog.shared[arr].name
-        size = m.layout.sizes[arr] if space == "global" else prog.shared[arr].nbytes
+        size = sizes[arr] if space == "global" else prog.shared[arr].nbytes
         return cls(f"{k}: out-of-bounds {space} {'load' if ins.op == 'ld' else 'store' if ins.op == 'st' else 'atomic'}"
                    f" of {name!r} at byte offset {addr} (array is {size} bytes){where}; {who}")
     if code == errors.MISALIGNED:

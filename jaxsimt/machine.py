@@ -31,7 +31,6 @@ N_MEM = 6
 class Geometry:
     """Static launch shape of one wave."""
 
-    grid: tuple[int, int, int]
     block: tuple[int, int, int]
     warp_size: int
     ctas_per_wave: int
@@ -46,26 +45,26 @@ class Geometry:
         return -(-self.threads_per_block // self.warp_size)
 
     @property
-    def n_ctas(self) -> int:
-        return self.grid[0] * self.grid[1] * self.grid[2]
-
-    @property
-    def n_waves(self) -> int:
-        return -(-self.n_ctas // self.ctas_per_wave)
-
-    @property
     def W(self) -> int:
         return self.ctas_per_wave * self.warps_per_block
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Where each array argument lives in global memory, and the shared memory per block."""
+    """Static memory sizes: global memory words (rounded up to a size class, so launches of similar
+    sizes share one compiled machine) and shared-memory words per block."""
 
-    bases: tuple[int, ...]  # byte address per parameter (-1 for scalars)
-    sizes: tuple[int, ...]  # bytes per parameter (0 for scalars)
     global_words: int
-    shared_words: int  # per block
+    shared_words: int
+
+
+class Dyn(NamedTuple):
+    """Run-time launch values: changing them never recompiles."""
+
+    grid: jnp.ndarray  # [3] int32
+    n_ctas: jnp.ndarray  # [] int32
+    bases: jnp.ndarray  # [n_params] int64  byte address of each array argument (-1: scalar)
+    sizes: jnp.ndarray  # [n_params] int64  bytes of each array argument
 
 
 class State(NamedTuple):
@@ -89,21 +88,28 @@ class State(NamedTuple):
 class Options(NamedTuple):
     max_steps: int
     trace_steps: int  # 0: no trace
-    mem_model: Optional[object] = None  # callable(pc_info, ...) attaching memory counters
+    mem_model: Optional[object] = None  # callable attaching memory counters (see jaxsimt.memstats)
+
+
+# Block terminator kinds as integers (tables indexed by the running block)
+_KIND = {FALL: 0, JUMP: 0, BRANCH: 1, BARRIER: 2, EXIT: 3}
 
 
 # ---------------------------------------------------------------------------------------------
-# Executing one basic block
+# Executing one basic block's instructions
 # ---------------------------------------------------------------------------------------------
 
 
 class _Exec:
-    """Trace-time helper holding the state while one block's instructions are unrolled."""
+    """Trace-time helper holding the machine's data while one block's instructions are unrolled."""
 
-    def __init__(self, m: "Machine", state: State, active, wave):
-        self.m, self.s, self.active, self.wave = m, state, active, wave
-        self.regs = list(state.regs)
-        self.gmem, self.smem, self.fault, self.mem = state.gmem, state.smem, state.fault, state.mem
+    def __init__(self, m: "Machine", data, active, wave, dyn: Dyn, zero):
+        self.m, self.active, self.wave, self.dyn, self.zero = m, active, wave, dyn, zero
+        regs, self.gmem, self.smem, self.mem, self.fault = data
+        self.regs = list(regs)
+
+    def data(self):
+        return tuple(self.regs), self.gmem, self.smem, self.mem, self.fault
 
     # -- operands --
     def read(self, op, dtype: Optional[T.DType] = None):
@@ -111,7 +117,7 @@ class _Exec:
             dt = dtype or op.dtype
             return jnp.asarray(op.value, dt.np_dtype)
         v = self.regs[op.index]
-        if dtype is not None and dtype != op.dtype and dtype.np_dtype != op.dtype.np_dtype:
+        if dtype is not None and dtype.np_dtype != op.dtype.np_dtype:
             v = v.astype(dtype.np_dtype)
         return v
 
@@ -121,13 +127,7 @@ class _Exec:
         self.regs[reg.index] = jnp.where(self.active, value, old)
 
     def record_fault(self, code: int, pc: int, bad, addr):
-        L = bad.shape[-1]
-        flat = jnp.argmax(bad.reshape(-1))
-        w, lane = flat // L, flat % L
-        rec = jnp.stack([jnp.int64(code), jnp.int64(pc), w.astype(jnp.int64), lane.astype(jnp.int64),
-                         addr.reshape(-1)[flat].astype(jnp.int64), jnp.asarray(self.wave, jnp.int64)])
-        take = jnp.any(bad) & (self.fault[0] == 0)
-        self.fault = jnp.where(take, rec, self.fault)
+        self.fault = record_fault(self.fault, code, pc, bad, addr, self.wave)
 
     # -- instructions --
     def run(self, ins: Instr, pc: int):
@@ -140,16 +140,15 @@ class _Exec:
                 args = [self.read(ins.src[0], t), self.read(ins.src[1], T.u32)]
             else:
                 args = [self.read(s, t) for s in ins.src]
-            self.write(ins.dst[0], alu.execute(op, ins, args, t, self.s.zero))
+            self.write(ins.dst[0], alu.execute(op, ins, args, t, self.zero))
         elif op == "sreg":
-            self.write(ins.dst[0], self.m.special(ins.attr("name"), self.wave))
+            self.write(ins.dst[0], self.m.special(ins.attr("name"), self.wave, self.dyn))
         elif op in ("ld", "st", "atom"):
             self.memory(ins, pc)
         elif op == "shfl":
-            t = ins.dst[0].dtype
             val, _ = lsu.warp_shuffle(self.read(ins.src[0]), ins.attr("mode"), self.read(ins.src[1]),
                                       self.read(ins.src[2]), self.m.lane[None, :])
-            self.write(ins.dst[0], val.astype(t.np_dtype))
+            self.write(ins.dst[0], val)
         elif op == "vote":
             self.write(ins.dst[0], self.vote(ins))
         else:
@@ -174,11 +173,10 @@ class _Exec:
         vec = ins.attr("vec", 1)
         nbytes = t.size * vec
         space = ins.attr("space")
-        idx = self.read(ins.src[0]).astype(jnp.int64)
-        off = idx * t.size
+        off = jnp.broadcast_to(self.read(ins.src[0]).astype(jnp.int64), self.active.shape) * t.size
         arr = ins.attr("array")
         if space == "global":
-            base, size = m.layout.bases[arr], m.layout.sizes[arr]
+            base, size = self.dyn.bases[arr], self.dyn.sizes[arr]
             addr = base + off
             widx, boff = lsu.split_address(addr)
             oob_code = errors.OOB_GLOBAL
@@ -199,15 +197,13 @@ class _Exec:
             self.mem = m.options.mem_model(self.mem, pc, ins, addr, nbytes, ok, space)
         words = self.gmem if space == "global" else self.smem
         if ins.op == "ld":
-            vals = lsu.load(words, widx, boff, ok, t, vec)
-            for r, v in zip(ins.dst, vals):
+            for r, v in zip(ins.dst, lsu.load(words, widx, boff, ok, t, vec)):
                 self.write(r, v)
             return
+        vals = [jnp.broadcast_to(self.read(s, t), ok.shape) for s in ins.src[1:]]
         if ins.op == "st":
-            vals = [jnp.broadcast_to(self.read(s, t), ok.shape) for s in ins.src[1:]]
             words = lsu.store(words, widx, boff, ok, vals, t)
-        else:  # atom
-            vals = [jnp.broadcast_to(self.read(s, t), ok.shape) for s in ins.src[1:]]
+        else:
             words, old = lsu.atomic(words, widx, ok, ins.attr("aop"), t, vals)
             self.write(ins.dst[0], old)
         if space == "global":
@@ -216,13 +212,24 @@ class _Exec:
             self.smem = words
 
 
+def record_fault(fault, code: int, pc, bad, addr, wave):
+    """Keep the first fault: (code, pc, warp, lane, address, wave) of the lowest faulting lane."""
+    L = bad.shape[-1]
+    flat = jnp.argmax(bad.reshape(-1))
+    w, lane = flat // L, flat % L
+    rec = jnp.stack([jnp.int64(code), jnp.asarray(pc, jnp.int64), w.astype(jnp.int64), lane.astype(jnp.int64),
+                     jnp.broadcast_to(addr, bad.shape).reshape(-1)[flat].astype(jnp.int64),
+                     jnp.asarray(wave, jnp.int64)])
+    return jnp.where(jnp.any(bad) & (fault[0] == 0), rec, fault)
+
+
 # ---------------------------------------------------------------------------------------------
 # The machine
 # ---------------------------------------------------------------------------------------------
 
 
 class Machine:
-    """A program bound to a launch shape and memory layout; `run_wave` is the compiled run."""
+    """A program bound to a wave shape and memory sizes; `run_wave` is the compiled run of one wave."""
 
     def __init__(self, program: Program, geo: Geometry, layout: Layout, options: Options):
         self.program, self.geo, self.layout, self.options = program, geo, layout, options
@@ -236,9 +243,16 @@ class Machine:
         warp = jnp.arange(W, dtype=jnp.int32)
         self.cta_of_warp = warp // geo.warps_per_block
         self.warp_in_cta = warp % geo.warps_per_block
+        # Terminator tables, indexed by the running block.
+        terms = [b.term for b in program.blocks]
+        self.t_kind = jnp.asarray([_KIND[t.kind] for t in terms], jnp.int32)
+        self.t_target = jnp.asarray([t.target for t in terms], jnp.int32)
+        self.t_fall = jnp.asarray([t.fallthrough for t in terms], jnp.int32)
+        self.t_reconv = jnp.asarray([t.reconv for t in terms], jnp.int32)
+        self.t_pc = jnp.asarray([pc0 + len(b.instrs) for b, (pc0, _) in zip(program.blocks, self.block_pcs)], jnp.int32)
         self.run_wave = jax.jit(self._run_wave, donate_argnums=(0,))
 
-    # -- geometry helpers --
+    # -- lanes and threads --
     def pack(self, bits):
         """[W, L] bool -> [W] uint32 lane mask."""
         return jnp.sum(jnp.where(bits, jnp.uint32(1) << self.lane_u32, jnp.uint32(0)), axis=-1, dtype=jnp.uint32)
@@ -252,89 +266,119 @@ class Machine:
     def cta_linear(self, wave):
         return wave * self.geo.ctas_per_wave + self.cta_of_warp
 
-    def valid_mask(self, wave):
+    def valid_mask(self, wave, dyn: Dyn):
         t = self.thread_linear()
-        ok = (t < self.geo.threads_per_block) & (self.cta_linear(wave) < self.geo.n_ctas)[:, None]
+        ok = (t < self.geo.threads_per_block) & (self.cta_linear(wave) < dyn.n_ctas)[:, None]
         return self.pack(ok)
 
-    def special(self, name: str, wave):
+    def special(self, name: str, wave, dyn: Dyn):
         g = self.geo
         bx, by, bz = g.block
-        gx, gy, gz = g.grid
+        gx, gy, gz = dyn.grid[0], dyn.grid[1], dyn.grid[2]
         t = self.thread_linear()
         c = self.cta_linear(wave)[:, None]
         vals = {
-            "tid.x": t % bx, "tid.y": (t // bx) % by, "tid.z": t // (bx * by),
-            "ntid.x": bx, "ntid.y": by, "ntid.z": bz,
-            "ctaid.x": c % gx, "ctaid.y": (c // gx) % gy, "ctaid.z": c // (gx * gy),
-            "nctaid.x": gx, "nctaid.y": gy, "nctaid.z": gz,
-            "laneid": self.lane[None, :], "warpid": self.warp_in_cta[:, None],
-            "gtid": c * g.threads_per_block + t,
+            "tid.x": lambda: t % bx, "tid.y": lambda: (t // bx) % by, "tid.z": lambda: t // (bx * by),
+            "ntid.x": lambda: bx, "ntid.y": lambda: by, "ntid.z": lambda: bz,
+            "ctaid.x": lambda: c % gx, "ctaid.y": lambda: (c // gx) % gy, "ctaid.z": lambda: c // (gx * gy),
+            "nctaid.x": lambda: gx, "nctaid.y": lambda: gy, "nctaid.z": lambda: gz,
+            "laneid": lambda: self.lane[None, :], "warpid": lambda: self.warp_in_cta[:, None],
+            "gtid": lambda: c * g.threads_per_block + t,
         }
         if name not in vals:
             raise NotImplementedError(f"special register {name}")
-        return jnp.broadcast_to(jnp.asarray(vals[name], jnp.int32), (g.W, g.warp_size))
+        return jnp.broadcast_to(jnp.asarray(vals[name](), jnp.int32), (g.W, g.warp_size))
 
-    # -- one block --
+    # -- one block's instructions: the only per-block code --
     def _block_fn(self, k: int):
         blk = self.program.blocks[k]
         pc0, _ = self.block_pcs[k]
         term = blk.term
 
-        def fn(s: State, sel, wave) -> State:
-            _, _, top_mask = stack.top(s.stack)
-            mask = jnp.where(sel, top_mask & ~s.exited, jnp.uint32(0))
-            active = self.unpack(mask)
-            ex = _Exec(self, s, active, wave)
+        def fn(data, active, wave, dyn, zero):
+            ex = _Exec(self, data, active, wave, dyn, zero)
             for j, ins in enumerate(blk.instrs):
                 ex.run(ins, pc0 + j)
-            tpc = pc0 + len(blk.instrs)
-            st, exited, waiting = s.stack, s.exited, s.waiting
-            divergent = s.divergent
-            if term.kind in (FALL, JUMP):
-                st = stack.set_top_pc(st, sel, term.target)
-            elif term.kind == BRANCH:
+            if term.kind == BRANCH:
                 p = ex.regs[term.pred.index].astype(bool)
-                if term.negate:
-                    p = ~p
-                taken = self.pack(p & active)
-                st, div, overflow = stack.branch(st, sel, taken, mask & ~taken, term.target,
-                                                 term.fallthrough, term.reconv)
-                divergent = divergent.at[k].add(jnp.sum(div, dtype=jnp.int64))
-                ex.record_fault(errors.STACK_OVERFLOW, tpc, overflow[:, None] & (self.lane == 0)[None, :],
-                                jnp.zeros(active.shape, jnp.int64) + st.sp[:, None])
-            elif term.kind == BARRIER:
-                live = self.valid_mask(wave) & ~exited
-                bad = sel & (mask != live)
-                first_missing = self.unpack(live & ~mask) & bad[:, None]
-                ex.record_fault(errors.DIVERGENT_BARRIER, tpc, first_missing, jnp.zeros(active.shape, jnp.int64))
-                st = stack.set_top_pc(st, sel, term.target)
-                waiting = waiting | sel
-            elif term.kind == EXIT:
-                exited = exited | mask
-                st = stack.set_top_pc(st, sel, self.exit_pc)
-            st = stack.pop_reconverged(st, exited)
-            n_warps = jnp.sum(sel & (mask != 0), dtype=jnp.int64)
-            n_threads = jnp.sum(lax.population_count(mask), dtype=jnp.int64)
-            return s._replace(
-                regs=tuple(ex.regs), gmem=ex.gmem, smem=ex.smem, stack=st, exited=exited, waiting=waiting,
-                warp_exec=s.warp_exec.at[k].add(n_warps), thread_exec=s.thread_exec.at[k].add(n_threads),
-                divergent=divergent, mem=ex.mem, fault=ex.fault)
+                taken = self.pack((~p if term.negate else p) & active)
+            else:
+                taken = jnp.zeros((self.geo.W,), jnp.uint32)
+            return ex.data(), taken
 
         return fn
 
-    # -- the run --
-    def init_state(self, gmem, scalars, wave, counters) -> State:
+    # -- the shared part of a step: scheduling, terminators, stacks, barriers --
+    def _step(self, s: State, wave, dyn: Dyn, fns) -> State:
+        g, NB = self.geo, self.NB
+        top_pc, _, top_mask = stack.top(s.stack)
+        alive = s.stack.sp > 0
+        ready = alive & ~s.waiting
+        counts = jnp.zeros((NB + 1,), jnp.int32).at[jnp.where(ready, top_pc, NB)].add(1)[:NB]
+        b = jnp.argmax(counts).astype(jnp.int32)
+        sel = ready & (top_pc == b)
+        mask = jnp.where(sel, top_mask & ~s.exited, jnp.uint32(0))
+        active = self.unpack(mask)
+
+        data = (s.regs, s.gmem, s.smem, s.mem, s.fault)
+        if NB > 1:
+            data, taken = lax.switch(b, fns, data, active, wave, dyn, s.zero)
+        else:
+            data, taken = fns[0](data, active, wave, dyn, s.zero)
+        regs, gmem, smem, mem, fault = data
+
+        kind, target, fall, reconv, tpc = (self.t_kind[b], self.t_target[b], self.t_fall[b], self.t_reconv[b],
+                                           self.t_pc[b])
+        st, exited, waiting = s.stack, s.exited, s.waiting
+        # fall-through / jump
+        st = stack.set_top_pc(st, sel & (kind == 0), target)
+        # conditional branch
+        st, div, overflow = stack.branch(st, sel & (kind == 1), taken & mask, mask & ~taken, target, fall, reconv)
+        fault = record_fault(fault, errors.STACK_OVERFLOW, tpc, overflow[:, None] & (self.lane == 0)[None, :],
+                             st.sp[:, None], wave)
+        # barrier: every live lane of the warp must be here
+        at_bar = sel & (kind == 2)
+        live = self.valid_mask(wave, dyn) & ~exited
+        missing = self.unpack(live & ~mask) & at_bar[:, None]
+        fault = record_fault(fault, errors.DIVERGENT_BARRIER, tpc, missing, 0, wave)
+        st = stack.set_top_pc(st, at_bar, target)
+        waiting = waiting | at_bar
+        # exit
+        at_exit = sel & (kind == 3)
+        exited = jnp.where(at_exit, exited | mask, exited)
+        st = stack.set_top_pc(st, at_exit, self.exit_pc)
+        st = stack.pop_reconverged(st, exited)
+        # deadlock: live warps, none ready
+        dead = ~jnp.any(ready) & jnp.any(alive)
+        rec = jnp.asarray([errors.DEADLOCK, -1, 0, 0, 0, 0], jnp.int64).at[5].set(jnp.asarray(wave, jnp.int64))
+        fault = jnp.where(dead & (fault[0] == 0), rec, fault)
+        # barrier release: every unfinished warp of the block waits
+        done_or_wait = (~(st.sp > 0) | waiting).reshape(g.ctas_per_wave, g.warps_per_block).all(axis=1)
+        waiting = waiting & ~done_or_wait[self.cta_of_warp]
+        trace = s.trace
+        if trace:
+            tb, tm, tsp = trace
+            trace = (tb.at[s.steps].set(b, mode="drop"), tm.at[s.steps].set(mask, mode="drop"),
+                     tsp.at[s.steps].set(st.sp, mode="drop"))
+        return s._replace(
+            regs=regs, gmem=gmem, smem=smem, mem=mem, fault=fault, stack=st, exited=exited, waiting=waiting,
+            steps=s.steps + 1, trace=trace,
+            warp_exec=s.warp_exec.at[b].add(jnp.sum(sel & (mask != 0), dtype=jnp.int64)),
+            thread_exec=s.thread_exec.at[b].add(jnp.sum(lax.population_count(mask), dtype=jnp.int64)),
+            divergent=s.divergent.at[b].add(jnp.sum(div, dtype=jnp.int64)),
+            max_depth=jnp.maximum(s.max_depth, jnp.max(st.sp)))
+
+    # -- the run of one wave --
+    def init_state(self, gmem, counters, scalars, wave, dyn: Dyn, zero) -> State:
         g = self.geo
         W, L = g.W, g.warp_size
-        regs = []
         scal = {p.reg.index: v for p, v in zip([p for p in self.program.params if not p.is_pointer], scalars)}
+        regs = []
         for r in self.program.regs:
             if r.index in scal:
                 regs.append(jnp.broadcast_to(jnp.asarray(scal[r.index]).astype(r.dtype.np_dtype), (W, L)))
             else:
                 regs.append(jnp.zeros((W, L), r.dtype.np_dtype))
-        valid = self.valid_mask(wave)
         S = self.options.trace_steps
         trace = ((jnp.full((S,), -1, jnp.int32), jnp.zeros((S, W), jnp.uint32), jnp.zeros((S, W), jnp.int32))
                  if S else ())
@@ -342,57 +386,25 @@ class Machine:
         return State(
             regs=tuple(regs), gmem=gmem,
             smem=jnp.zeros((g.ctas_per_wave * max(self.layout.shared_words, 1),), jnp.uint32),
-            stack=stack.init(valid, g.depth, 0, self.exit_pc),
-            exited=jnp.zeros((W,), jnp.uint32), waiting=jnp.zeros((W,), bool),
-            steps=jnp.int32(0), zero=jnp.uint32(0),
+            stack=stack.init(self.valid_mask(wave, dyn), g.depth, 0, self.exit_pc),
+            exited=jnp.zeros((W,), jnp.uint32), waiting=jnp.zeros((W,), bool), steps=jnp.int32(0), zero=zero,
             warp_exec=warp_exec, thread_exec=thread_exec, divergent=divergent, max_depth=max_depth, mem=mem,
             fault=jnp.zeros((6,), jnp.int64), trace=trace)
 
-    def _run_wave(self, gmem, counters, scalars, wave, zero):
-        g = self.geo
-        s0 = self.init_state(gmem, scalars, wave, counters)
-        s0 = s0._replace(zero=zero)
+    def _run_wave(self, gmem, counters, scalars, wave, dyn: Dyn, zero):
+        s0 = self.init_state(gmem, counters, scalars, wave, dyn, zero)
         fns = [self._block_fn(k) for k in range(self.NB)]
-        NB = self.NB
 
         def cond(s: State):
             return jnp.any(s.stack.sp > 0) & (s.fault[0] == 0) & (s.steps < self.options.max_steps)
 
-        def body(s: State):
-            top_pc, _, _ = stack.top(s.stack)
-            alive = s.stack.sp > 0
-            ready = alive & ~s.waiting
-            counts = jnp.zeros((NB + 1,), jnp.int32).at[jnp.where(ready, top_pc, NB)].add(1)[:NB]
-            b = jnp.argmax(counts).astype(jnp.int32)
-            sel = ready & (top_pc == b)
-            s2 = lax.switch(b, fns, s, sel, wave) if NB > 1 else fns[0](s, sel, wave)
-            # deadlock: live warps, none ready
-            dead = ~jnp.any(ready) & jnp.any(alive)
-            rec = jnp.asarray([errors.DEADLOCK, -1, 0, 0, 0, 0], jnp.int64).at[5].set(wave.astype(jnp.int64))
-            fault = jnp.where(dead & (s2.fault[0] == 0), rec, s2.fault)
-            # barrier release: every unfinished warp of the block waits
-            alive2 = s2.stack.sp > 0
-            done_or_wait = (~alive2 | s2.waiting).reshape(g.ctas_per_wave, g.warps_per_block).all(axis=1)
-            waiting = s2.waiting & ~done_or_wait[self.cta_of_warp]
-            trace = s2.trace
-            if trace:
-                tb, tm, tsp = trace
-                i = s.steps
-                top_mask = stack.top(s.stack)[2] & ~s.exited
-                trace = (tb.at[i].set(b, mode="drop"),
-                         tm.at[i].set(jnp.where(sel, top_mask, 0), mode="drop"),
-                         tsp.at[i].set(s2.stack.sp, mode="drop"))
-            return s2._replace(
-                waiting=waiting, fault=fault, steps=s.steps + 1, trace=trace,
-                max_depth=jnp.maximum(s2.max_depth, jnp.max(s2.stack.sp)))
-
-        s = lax.while_loop(cond, body, s0)
+        s = lax.while_loop(cond, lambda s: self._step(s, wave, dyn, fns), s0)
         unfinished = jnp.any(s.stack.sp > 0)
-        fault = jnp.where(unfinished & (s.fault[0] == 0),
-                          jnp.asarray([errors.STEP_BUDGET, -1, 0, 0, 0, 0], jnp.int64).at[5].set(wave.astype(jnp.int64)),
-                          s.fault)
+        budget = jnp.asarray([errors.STEP_BUDGET, -1, 0, 0, 0, 0], jnp.int64).at[5].set(jnp.asarray(wave, jnp.int64))
+        fault = jnp.where(unfinished & (s.fault[0] == 0), budget, s.fault)
         counters = (s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
-        return s.gmem, counters, fault, s.steps, s.trace, s.stack.pc
+        top_pc, _, _ = stack.top(s.stack)
+        return s.gmem, counters, fault, s.steps, s.trace, jnp.where(s.stack.sp > 0, top_pc, -1)
 
     def zero_counters(self):
         NB = self.NB

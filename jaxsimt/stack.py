@@ -64,11 +64,11 @@ def set_top_pc(st: Stack, sel, new_pc) -> Stack:
     return st._replace(pc=_set_slot(st.pc, _top_index(st), new_pc, sel))
 
 
-def branch(st: Stack, sel, taken, not_taken, target: int, fallthrough: int, reconv: int):
-    """Apply a conditional branch of the selected warps. taken/not_taken: [W] uint32 lane masks.
+def branch(st: Stack, sel, taken, not_taken, target, fallthrough, reconv):
+    """Apply a conditional branch of the selected warps. taken/not_taken: [W] uint32 lane masks;
+    target, fallthrough, reconv: block indices (scalars, possibly traced).
 
-    Returns (stack, divergent [W] bool, overflow [W] bool). `target`, `fallthrough` and `reconv` are
-    static block indices.
+    Returns (stack, divergent [W] bool, overflow [W] bool).
     """
     D = st.pc.shape[1]
     div = sel & (taken != 0) & (not_taken != 0)
@@ -83,15 +83,18 @@ def branch(st: Stack, sel, taken, not_taken, target: int, fallthrough: int, reco
     # A fresh divergence turns the top entry into the reconvergence entry.
     st = set_top_pc(st, fresh, reconv)
     base = jnp.where(reuse, st.sp - 1, st.sp)
-    pushes = [(target, taken), (fallthrough, not_taken)]  # fall-through path on top: it runs first
-    pushes = [(p, m) for p, m in pushes if p != reconv]
+    # Push (target, taken) then (fall-through, not taken): the fall-through path (an if's body, when
+    # the branch jumps over it) is on top and runs first. A path starting at reconv is not pushed.
+    push_t = jnp.asarray(target != reconv, jnp.int32)
+    push_f = jnp.asarray(fallthrough != reconv, jnp.int32)
+    full = lambda v: jnp.broadcast_to(jnp.asarray(v, jnp.int32), sel.shape)  # noqa: E731
     pc, rpc, mask = st.pc, st.rpc, st.mask
-    for k, (p, m) in enumerate(pushes):
-        slot = base + k
-        pc = _set_slot(pc, slot, jnp.full(sel.shape, p, jnp.int32), div)
-        rpc = _set_slot(rpc, slot, jnp.full(sel.shape, reconv, jnp.int32), div)
-        mask = _set_slot(mask, slot, m, div)
-    new_sp = jnp.where(div, base + len(pushes), st.sp)
+    for slot, p, m, on in ((base, target, taken, push_t), (base + push_t, fallthrough, not_taken, push_f)):
+        w = div & (on == 1)
+        pc = _set_slot(pc, slot, full(p), w)
+        rpc = _set_slot(rpc, slot, full(reconv), w)
+        mask = _set_slot(mask, slot, m, w)
+    new_sp = jnp.where(div, base + push_t + push_f, st.sp)
     overflow = div & (new_sp > D)
     return Stack(pc, rpc, mask, jnp.minimum(new_sp, D)), div, overflow
 
