@@ -11,7 +11,13 @@ Everything goes into at most three files under DIR:
     collect_log.txt        every progress line, command and error
 The tarball is rewritten after every stage, so a run cut short still leaves what it had.
 Stdlib only (numpy is not needed). `--dry-run` builds everything, writes the registry and the ptxas
-reports, logs the commands it would run, and runs nothing on a GPU.
+reports, logs the commands it would run, and runs nothing on a GPU. `--retidy FIXDIR` rewrites the
+ncu tables of an existing fixtures folder from its ncu_raw/ CSVs and applies the size rules below (no GPU).
+
+Size rules (the fixtures are committed): ncu's .ncu-rep reports stay out (--keep-ncu-rep keeps them);
+metrics that describe the device rather than the launch (device__, nvlink__, c2clink__, numa__) are
+stored once in ncu_device_attributes.json instead of once per kernel; SASS listings over 1 MiB are left
+out (the occupancy program's register-filler kernels); of `ncu --query-metrics` only names and units are kept.
 
 Stages, in order (each guarded, each with a subprocess timeout, all within --deadline seconds):
   provenance   nvidia-smi, nvcc/ncu versions, date, git commit          -> provenance.json
@@ -22,8 +28,9 @@ Stages, in order (each guarded, each with a subprocess timeout, all within --dea
   checks       every kernel once with its host reference (no profiler), ladder at odd sizes
                                                                            -> checks.json, runs/
   ncu          one ncu run per program (--page raw --csv), metrics probed first
-                                                                           -> ncu_metrics.csv, ncu_raw/, ncu_metrics_query.txt
-  mma_truth    kernels/cuda/mma_truth.cu, when present: ./mma_truth OUTDIR  -> mma_truth/
+                                 -> ncu_metrics.csv, ncu_kernels.csv, ncu_device_attributes.json, ncu_raw/,
+                                    ncu_metrics_known.txt
+  mma_truth    kernels/cuda/mma_truth.cu, when present: ./mma_truth OUTDIR  -> mma/
   timing       gemm_ladder --time 1024,2048,4096 (CUDA events, cuBLAS)    -> timings.json
 """
 from __future__ import annotations
@@ -132,12 +139,17 @@ EXTRA_METRICS = [
     "launch__thread_count",
     "launch__occupancy_per_block_size",
 ]
+# metrics that describe the device, not the launch: one copy per program in ncu_device_attributes.json
+DEVICE_METRIC_PREFIXES = ("device__", "nvlink__", "c2clink__", "numa__")
+SASS_MAX_BYTES = 1 << 20
+MMA_DIR = "mma"  # jaxsimt/mma/fixture.py reads jaxsimt/data/h200/mma/
+
 # used when a run with the probed list fails: names seen on sm_90 in Nsight Compute's own sections
 SAFE_METRICS = CORE_METRICS
 
 
 class Collector:
-    def __init__(self, out: str, dry_run: bool, deadline: float, time_sizes: str):
+    def __init__(self, out: str, dry_run: bool, deadline: float, time_sizes: str, keep_ncu_rep: bool = False):
         self.out = os.path.abspath(out)
         os.makedirs(self.out, exist_ok=True)
         self.dry = dry_run
@@ -153,7 +165,10 @@ class Collector:
         self.binaries: dict[str, str] = {}
         self.launches: dict[str, list[dict]] = {}  # program -> launch events of the check run
         self.checks: list[dict] = []
-        self.ncu_rows: list[list] = []
+        self.ncu_rows: list[list] = []  # program, kernel, ncu_id, metric, value, unit
+        self.ncu_kernels: list[list] = []  # program, kernel, launch_config, ncu_id, ncu_kernel_name
+        self.ncu_device: dict[str, dict] = {}  # program -> {metric: {"value", "unit"}}
+        self.keep_ncu_rep = keep_ncu_rep
         self.timings: list[dict] = []
         self.registry: dict[str, list] = {}
         self.ncu = shutil.which("ncu") or self._find_tool("ncu")
@@ -397,8 +412,10 @@ class Collector:
         if cuobjdump:
             for n, exe in self.binaries.items():
                 rc, so, _se = self.sh([cuobjdump, "--dump-sass", exe], 60, quiet=True)
-                if rc == 0:
+                if rc == 0 and len(so) <= SASS_MAX_BYTES:
                     self.write(f"sass/{n}.sass", so)
+                elif rc == 0:
+                    self.log(f"  sass/{n}.sass left out: {len(so)} bytes > {SASS_MAX_BYTES}")
         failed = [n for n, l in results.items() if l == "failed" or l.startswith("exception")]
         return "ok" if not failed else "failed: " + ",".join(failed)
 
@@ -506,7 +523,7 @@ class Collector:
         for cmd in ([self.ncu, "--query-metrics", "--chip", "gh100"], [self.ncu, "--query-metrics"]):
             rc, so, se = self.sh(cmd, 60)
             if rc == 0 and so:
-                self.write("ncu_metrics_query.txt", so)
+                self.write("ncu_metrics_known.txt", self.known_metrics_text(so))
                 for line in so.splitlines():
                     tok = line.strip().split(" ")[0] if line.strip() else ""
                     if "__" in tok:
@@ -553,7 +570,7 @@ class Collector:
                 break
         if csv_text is not None:
             self.write(f"ncu_raw/{name}.csv", csv_text)
-        if os.path.getsize(rep) < 4 * 1024 * 1024:
+        if self.keep_ncu_rep:
             shutil.copy(rep, os.path.join(self.fix, "ncu_raw", f"{name}.ncu-rep"))
         return rc, csv_text, launches, ncu_log
 
@@ -579,6 +596,9 @@ class Collector:
             cfg = (f"grid={tuple(lz.get('grid', []))} block={tuple(lz.get('block', []))} "
                    f"dyn_smem={lz.get('dyn_smem', '')} {lz.get('params', '')}").strip()
             ncu_name = r[kcol] if kcol is not None else ""
+            ncu_id = r[col["ID"]]
+            self.ncu_kernels.append([name, kname, cfg, ncu_id, ncu_name])
+            dev = self.ncu_device.setdefault(name, {})
             for h, j in col.items():
                 if h in meta:
                     continue
@@ -589,10 +609,68 @@ class Collector:
                     val = v
                 if isinstance(val, float) and val.is_integer() and abs(val) < 2**53:
                     val = int(val)
-                self.ncu_rows.append([name, kname, cfg, r[col["ID"]], ncu_name, h, val,
-                                      units[j] if j < len(units) else ""])
+                unit = units[j] if j < len(units) else ""
+                if h.startswith(DEVICE_METRIC_PREFIXES):
+                    prev = dev.get(h)
+                    if prev is None:
+                        dev[h] = {"value": val, "unit": unit}
+                        continue
+                    if prev["value"] == val:
+                        continue
+                    # differs between launches: keep it per kernel as well
+                self.ncu_rows.append([name, kname, ncu_id, h, val, unit])
                 n += 1
         return len(data)
+
+    @staticmethod
+    def known_metrics_text(query_text):
+        """`ncu --query-metrics` output reduced to 'name<TAB>type<TAB>unit' lines (descriptions dropped)."""
+        out = []
+        for line in query_text.splitlines():
+            parts = re.split(r"\s{2,}", line.strip())
+            if parts and "__" in parts[0] and not parts[0].startswith("-"):
+                out.append("\t".join(parts[:3]))
+            elif line.startswith("Chip"):
+                out.append("# " + line.strip())
+        return "\n".join(out) + "\n"
+
+    @staticmethod
+    def stdout_of_run_txt(text):
+        a = text.find("--- stdout\n")
+        b = text.find("\n--- stderr", a)
+        return text[a + len("--- stdout\n"):b if b >= 0 else None] if a >= 0 else ""
+
+    def retidy(self, fixdir):
+        """Rewrites an existing fixtures folder to this script's layout, from its ncu_raw/ files."""
+        self.fix = os.path.abspath(fixdir)
+        raw = os.path.join(self.fix, "ncu_raw")
+        for name, _args in PROFILED:
+            cp, rp = os.path.join(raw, name + ".csv"), os.path.join(raw, name + ".run.txt")
+            if not os.path.isfile(cp):
+                self.log(f"  {name}: no {cp}")
+                continue
+            launches = [e for e in self.parse_events(self.stdout_of_run_txt(open(rp).read()))
+                        if e.get("event") == "launch"] if os.path.isfile(rp) else []
+            nk = self.parse_ncu_csv(name, open(cp).read(), launches)
+            self.log(f"  {name}: {nk} kernels")
+        self.write_ncu_csv()
+        q = os.path.join(self.fix, "ncu_metrics_query.txt")
+        if os.path.isfile(q):
+            self.write("ncu_metrics_known.txt", self.known_metrics_text(open(q).read()))
+            os.remove(q)
+        if not self.keep_ncu_rep and os.path.isdir(raw):
+            for f in os.listdir(raw):
+                if f.endswith(".ncu-rep"):
+                    os.remove(os.path.join(raw, f))
+        sass = os.path.join(self.fix, "sass")
+        if os.path.isdir(sass):
+            for f in os.listdir(sass):
+                if os.path.getsize(os.path.join(sass, f)) > SASS_MAX_BYTES:
+                    self.log(f"  sass/{f} left out: over {SASS_MAX_BYTES} bytes")
+                    os.remove(os.path.join(sass, f))
+        old, new = os.path.join(self.fix, "mma_truth"), os.path.join(self.fix, MMA_DIR)
+        if os.path.isdir(old) and not os.path.exists(new):
+            os.rename(old, new)
 
     def ncu_stage(self):
         if self.dry:
@@ -633,9 +711,15 @@ class Collector:
     def write_ncu_csv(self):
         buf = io.StringIO()
         w = csv.writer(buf)
-        w.writerow(["program", "kernel", "launch_config", "ncu_id", "ncu_kernel_name", "metric", "value", "unit"])
+        w.writerow(["program", "kernel", "ncu_id", "metric", "value", "unit"])
         w.writerows(self.ncu_rows)
         self.write("ncu_metrics.csv", buf.getvalue())
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(["program", "kernel", "launch_config", "ncu_id", "ncu_kernel_name"])
+        w.writerows(self.ncu_kernels)
+        self.write("ncu_kernels.csv", buf.getvalue())
+        self.write("ncu_device_attributes.json", self.ncu_device)
 
     # ------------------------------------------------------------------ mma_truth
     def mma_stage(self):
@@ -645,12 +729,12 @@ class Collector:
         if not exe:
             return "not built (see build_logs/mma_truth.txt)"
         if self.dry:
-            self.log(f"  dry run: would run {exe} <fixtures>/mma_truth")
+            self.log(f"  dry run: would run {exe} <fixtures>/{MMA_DIR}")
             return "skipped: dry run"
-        outdir = os.path.join(self.fix, "mma_truth")
+        outdir = os.path.join(self.fix, MMA_DIR)
         os.makedirs(outdir, exist_ok=True)
         rc, so, se = self.sh([exe, outdir], min(120, self.remaining() - 90))
-        self.write("mma_truth/run_log.txt", f"rc={rc}\n--- stdout\n{so}\n--- stderr\n{se}")
+        self.write(f"{MMA_DIR}/run_log.txt", f"rc={rc}\n--- stdout\n{so}\n--- stderr\n{se}")
         self.checks.append({"program": "mma_truth", "kernel": "*", "mode": "run", "ok": rc == 0,
                             "detail": f"rc={rc}"})
         self.write("checks.json", self.checks)
@@ -708,7 +792,7 @@ class Collector:
                     "launch__registers_per_thread": "regs",
                     "gpu__time_duration.sum": "ns"}
             table = {}
-            for prog, k, _cfg, _id, _kn, metric, val, _u in self.ncu_rows:
+            for prog, k, _id, metric, val, _u in self.ncu_rows:
                 if metric in want:
                     table.setdefault((prog, k), {})[want[metric]] = val
             cols = list(want.values())
@@ -747,13 +831,24 @@ class Collector:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="output folder (at most three files are written there)")
+    ap.add_argument("--out", help="output folder (at most three files are written there); required unless --retidy")
     ap.add_argument("--dry-run", action="store_true", help="build and list only; run nothing on a GPU")
     ap.add_argument("--deadline", type=float, default=510.0, help="seconds for the whole collection (default 510)")
     ap.add_argument("--time-sizes", default=TIME_SIZES, help="square GEMM sizes to time (default 1024,2048,4096)")
     ap.add_argument("--skip", default="", help="comma-separated stages to leave out")
+    ap.add_argument("--keep-ncu-rep", action="store_true", help="also keep ncu's .ncu-rep reports (large)")
+    ap.add_argument("--retidy", metavar="FIXDIR", help="rewrite an existing fixtures folder (e.g. "
+                    "jaxsimt/data/h200) to the current layout from its ncu_raw/ files; runs no GPU")
     args = ap.parse_args()
-    c = Collector(args.out, args.dry_run, args.deadline, args.time_sizes)
+    if not args.out and not args.retidy:
+        ap.error("--out is required")
+    if args.retidy and not args.out:
+        args.out = tempfile.mkdtemp(prefix="jaxsimt_retidy_")
+    c = Collector(args.out, args.dry_run, args.deadline, args.time_sizes, args.keep_ncu_rep)
+    if args.retidy:
+        c.retidy(args.retidy)
+        shutil.rmtree(c.work, ignore_errors=True)
+        return 0
     skip = set(filter(None, args.skip.split(",")))
     c.log(f"collection starts: repo {REPO}, work folder {c.work}, out {c.out}, deadline {args.deadline:.0f}s")
     stages = [("provenance", c.provenance, 5), ("build", c.build_all, 30), ("registry", c.registry_stage, 5),
