@@ -33,11 +33,12 @@ class StepBudgetExceeded(SimtError):
 
 
 # Fault codes recorded by the machine
-NONE, OOB_GLOBAL, OOB_SHARED, MISALIGNED, DIVERGENT_BARRIER, STACK_OVERFLOW, DEADLOCK, STEP_BUDGET = range(8)
+NONE, OOB_GLOBAL, OOB_SHARED, MISALIGNED, DIVERGENT_BARRIER, STACK_OVERFLOW, DEADLOCK, STEP_BUDGET, OOB_LOCAL = range(9)
 
 FAULT_CLASS = {
     OOB_GLOBAL: MemoryFault,
     OOB_SHARED: MemoryFault,
+    OOB_LOCAL: MemoryFault,
     MISALIGNED: MemoryFault,
     DIVERGENT_BARRIER: DivergentBarrierError,
     STACK_OVERFLOW: StackOverflowError,

@@ -16,8 +16,9 @@ import numpy as np
 from jaxsimt import errors
 from jaxsimt import types as T
 from jaxsimt.arch import Arch, get_arch
-from jaxsimt.machine import Dyn, Geometry, Layout, Machine, Options
-from jaxsimt.program import Program
+from jaxsimt.machine import MEM_COLUMNS, Dyn, Geometry, Layout, Machine, Options
+from jaxsimt.occupancy import occupancy
+from jaxsimt.program import Program, estimate_registers
 
 DEFAULT_THREADS_PER_WAVE = 1 << 19
 
@@ -42,6 +43,12 @@ class LaunchResult:
     per_instruction: list[dict] = field(repr=False, default_factory=list)
     trace: Optional[dict] = field(repr=False, default=None)
     program: Optional[Program] = field(repr=False, default=None)
+    occupancy: dict = field(repr=False, default_factory=dict)
+
+    def memory_table(self) -> str:
+        """The per-instruction memory table (global requests/sectors, shared wavefronts/conflicts)."""
+        from jaxsimt.report import memory_table
+        return memory_table(self)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
@@ -126,14 +133,16 @@ def _machine(prog: Program, geo: Geometry, layout: Layout, options: Options) -> 
 
 def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch] = "h200", *,
            regs: Optional[int] = None, max_steps: int = 2_000_000, stack_depth: int = 16,
-           blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True) -> LaunchResult:
+           blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True,
+           counters: bool = True) -> LaunchResult:
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
     parameters, Python/numpy scalars for the others) on architecture `arch`.
 
     max_steps: step budget per wave (a runaway loop raises StepBudgetExceeded); stack_depth: entries of
     each warp's reconvergence stack; blocks_per_wave: blocks emulated at once (default: as many as fit in
     ~0.5M threads); trace: record the schedule step by step (small launches); jit: compile (True) or run
-    op by op (False; same results and counters, for debugging).
+    op by op (False; same results and counters, for debugging); counters: run the memory model on every
+    global and shared access (requests, sectors, wavefronts, bank conflicts).
     """
     prog = _program_of(kernel)
     arch = get_arch(arch)
@@ -166,7 +175,8 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     geo = Geometry(block, arch.warp_size, cpw, stack_depth)
     bases, sizes, words = _layout(prog, arrays, arch)
     layout = Layout(words, -(-prog.shared_bytes // 4))
-    options = Options(max_steps=max_steps, trace_steps=max_steps if trace else 0)
+    options = Options(max_steps=max_steps, trace_steps=max_steps if trace else 0,
+                      arch=arch if counters else None)
 
     gmem = np.zeros(words * 4, np.uint8)
     for p in prog.params:
@@ -176,15 +186,14 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     with jax.enable_x64(True):
         m = _machine(prog, geo, layout, options)
         dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(bases, jnp.int64),
-                  jnp.asarray(sizes, jnp.int64))
+                  jnp.asarray(sizes, jnp.int64), tuple(jnp.asarray(s) for s in scalars))
         gm = jnp.asarray(gmem.view(np.uint32))
-        counters = m.zero_counters()
-        sc = tuple(jnp.asarray(s) for s in scalars)
+        cnt = m.zero_counters()
         traces, total_steps = [], 0
         ctx = jax.disable_jit() if not jit else _nullcontext()
         with ctx:
             for wave in range(n_waves):
-                gm, counters, fault, steps, tr, _ = m.run_wave(gm, counters, sc, jnp.int32(wave), dyn,
+                gm, cnt, fault, steps, tr, _ = m.run_wave(gm, cnt, jnp.int32(wave), dyn,
                                                                jnp.uint32(0))
                 total_steps += int(steps)
                 f = np.asarray(fault)
@@ -193,7 +202,7 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
                 if trace:
                     traces.append(tuple(np.asarray(t)[: int(steps)] for t in tr))
         gm_np = np.asarray(gm).view(np.uint8)
-        counters = tuple(np.asarray(c) for c in counters)
+        cnt = tuple(np.asarray(c) for c in cnt)
 
     outputs, final_args = {}, []
     for p, a in zip(prog.params, args):
@@ -205,12 +214,15 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
             final_args.append(out)
         else:
             final_args.append(a)
-    stats, per_instr = _stats(prog, m, counters, arch, grid, block, total_steps)
+    regs_used = regs if regs is not None else estimate_registers(prog)
+    occ = occupancy(arch, tpb, regs_used, prog.shared_bytes)
+    stats, per_instr = _stats(prog, m, cnt, arch, grid, block, total_steps, occ, regs_used)
     tr = None
     if trace:
         tr = {"block": np.concatenate([t[0] for t in traces]), "mask": np.concatenate([t[1] for t in traces]),
               "sp": np.concatenate([t[2] for t in traces])}
-    return LaunchResult(prog.name, arch.name, grid, block, outputs, tuple(final_args), stats, per_instr, tr, prog)
+    return LaunchResult(prog.name, arch.name, grid, block, outputs, tuple(final_args), stats, per_instr, tr, prog,
+                        occ)
 
 
 class _nullcontext:
@@ -221,30 +233,73 @@ class _nullcontext:
         return False
 
 
-def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps):
+_GLOBAL_OP = {"ld": "ld", "st": "st", "atom": "atom"}
+
+
+def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, occ: dict, regs: int):
     warp_exec, thread_exec, divergent, max_depth, mem = counters
-    per_instr, pc = [], 0
+    per_instr = []
     warp_total = thread_total = 0
+    mem_stats: dict[str, int] = {}
     for blk, (pc0, n) in zip(prog.blocks, m.block_pcs):
         for j, ins in enumerate(blk.all_instrs()):
-            row = {"pc": pc0 + j, "block": blk.index, "op": ins.op, "line": ins.loc.line if ins.loc else 0,
+            pc = pc0 + j
+            row = {"pc": pc, "block": blk.index, "op": ins.op, "line": ins.loc.line if ins.loc else 0,
                    "source": ins.loc.text.strip() if ins.loc else "",
                    "warp_exec": int(warp_exec[blk.index]), "thread_exec": int(thread_exec[blk.index])}
+            if ins.op in ("ld", "st", "atom"):
+                space = ins.attr("space")
+                row["space"] = space
+                row.update({k: int(v) for k, v in zip(MEM_COLUMNS, mem[pc])})
+                op = _GLOBAL_OP[ins.op]
+                if space in ("global", "generic"):
+                    for col, metric in (("requests", "l1tex__t_requests_pipe_lsu_mem_global_op_{}.sum"),
+                                        ("sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_{}.sum"),
+                                        ("lines", "emulator__global_lines_op_{}.sum")):
+                        key = metric.format(op)
+                        mem_stats[key] = mem_stats.get(key, 0) + row[col]
+                elif space == "shared":
+                    for col, metric in (("wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{}.sum"),
+                                        ("bank_conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{}.sum")):
+                        key = metric.format(op)
+                        mem_stats[key] = mem_stats.get(key, 0) + row[col]
+            if ins.attr("pipe") == "tensor":
+                k = "smsp__inst_executed_pipe_tensor.sum"
+                mem_stats[k] = mem_stats.get(k, 0) + row["warp_exec"]
+                k = "emulator__tensor_flops"
+                mem_stats[k] = mem_stats.get(k, 0) + row["warp_exec"] * int(ins.attr("flops", 0))
             per_instr.append(row)
         warp_total += int(warp_exec[blk.index]) * n
         thread_total += int(thread_exec[blk.index]) * n
-        pc += n
     stats = {
         "smsp__inst_executed.sum": warp_total,
         "smsp__thread_inst_executed.sum": thread_total,
         "smsp__sass_branch_targets_threads_divergent.sum": int(divergent.sum()),
         "simd_efficiency": float(thread_total / (warp_total * arch.warp_size)) if warp_total else 0.0,
         "max_stack_depth": int(max_depth),
+    }
+    if m.options.arch is not None:
+        for op in ("ld", "st"):
+            for metric in ("l1tex__t_requests_pipe_lsu_mem_global_op_{}.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_{}.sum",
+                           "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{}.sum",
+                           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{}.sum"):
+                mem_stats.setdefault(metric.format(op), 0)
+        stats.update(sorted(mem_stats.items()))
+    stats.update({
         "launch__grid_size": int(grid[0] * grid[1] * grid[2]),
         "launch__block_size": int(block[0] * block[1] * block[2]),
+        "launch__registers_per_thread": int(regs),
         "launch__shared_mem_per_block_static": int(prog.shared_bytes),
+        "launch__occupancy_limit_blocks": int(occ["blocks_limit_blocks"]),
+        "launch__occupancy_limit_registers": int(occ["blocks_limit_registers"]),
+        "launch__occupancy_limit_shared_mem": int(occ["blocks_limit_shared_memory"]),
+        "launch__occupancy_limit_warps": int(occ["blocks_limit_warps"]),
+        "active_blocks_per_sm": int(occ["active_blocks_per_sm"]),
+        "active_warps_per_sm": int(occ["active_warps_per_sm"]),
+        "sm__maximum_warps_per_active_cycle_pct": float(100.0 * occ["occupancy"]),
+        "occupancy": float(occ["occupancy"]),
         "emulator__steps": int(steps),
-    }
+    })
     return stats, per_instr
 
 

@@ -278,3 +278,50 @@ def finalize(program: Program) -> Program:
         if b.term.kind == BRANCH:
             b.term.reconv = ipdom[b.index]
     return program
+
+
+def estimate_registers(program: Program) -> int:
+    """Peak number of live 32-bit registers per thread (64-bit values count 2, predicates 0): the
+    documented estimate of a DSL kernel's register count for occupancy (a compiler's allocation differs;
+    pass `regs=` to launch to use the real one)."""
+    exit_ = program.exit_index
+    width = {r.index: (0 if r.dtype.kind == "pred" else max(1, r.dtype.bits // 32)) for r in program.regs}
+
+    def uses_defs(ins: Instr):
+        uses = {s.index for s in ins.src if isinstance(s, Reg)}
+        return uses, {d.index for d in ins.dst}
+
+    blocks = program.blocks
+    live_in: dict[int, set] = {b.index: set() for b in blocks}
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(blocks):
+            out = set()
+            for sidx in b.term.successors(exit_):
+                if sidx != exit_:
+                    out |= live_in[sidx]
+            live = set(out)
+            if b.term.pred is not None:
+                live.add(b.term.pred.index)
+            for ins in reversed(b.instrs):
+                u, d = uses_defs(ins)
+                live = (live - d) | u
+            if live != live_in[b.index]:
+                live_in[b.index] = live
+                changed = True
+    peak = 0
+    for b in blocks:
+        live = set()
+        for sidx in b.term.successors(exit_):
+            if sidx != exit_:
+                live |= live_in[sidx]
+        if b.term.pred is not None:
+            live.add(b.term.pred.index)
+        peak = max(peak, sum(width[r] for r in live))
+        for ins in reversed(b.instrs):
+            u, d = uses_defs(ins)
+            peak = max(peak, sum(width[r] for r in live | d))
+            live = (live - d) | u
+        peak = max(peak, sum(width[r] for r in live))
+    return peak
