@@ -18,13 +18,18 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt import alu, errors, lsu, stack
+from jaxsimt import alu, errors, lsu, memstats, stack
 from jaxsimt import types as T
 from jaxsimt.program import BARRIER, BRANCH, EXIT, FALL, JUMP, Imm, Instr, Program, Reg
+
+# Instructions contributed by other units (e.g. the tensor cores): op name -> fn(exec, instr, pc).
+# Filled at import time by those modules; read-only afterwards.
+EXTRA_OPS: dict = {}
 
 # Per-instruction memory counters (columns of State.mem)
 MEM_REQUESTS, MEM_SECTORS, MEM_LINES, MEM_WAVEFRONTS, MEM_CONFLICTS, MEM_BYTES = range(6)
 N_MEM = 6
+MEM_COLUMNS = ("requests", "sectors", "lines", "wavefronts", "bank_conflicts", "bytes")
 
 
 @dataclass(frozen=True)
@@ -52,10 +57,11 @@ class Geometry:
 @dataclass(frozen=True)
 class Layout:
     """Static memory sizes: global memory words (rounded up to a size class, so launches of similar
-    sizes share one compiled machine) and shared-memory words per block."""
+    sizes share one compiled machine), shared-memory words per block, local-memory words per thread."""
 
     global_words: int
     shared_words: int
+    local_words: int = 0
 
 
 class Dyn(NamedTuple):
@@ -65,12 +71,14 @@ class Dyn(NamedTuple):
     n_ctas: jnp.ndarray  # [] int32
     bases: jnp.ndarray  # [n_params] int64  byte address of each array argument (-1: scalar)
     sizes: jnp.ndarray  # [n_params] int64  bytes of each array argument
+    scalars: tuple = ()  # values of the scalar parameters, in parameter order
 
 
 class State(NamedTuple):
     regs: tuple  # one [W, L] array per virtual register, in its own dtype
     gmem: jnp.ndarray  # [global_words] uint32
     smem: jnp.ndarray  # [ctas_per_wave * shared_words] uint32
+    lmem: jnp.ndarray  # [W * L * local_words] uint32  per-thread local memory
     stack: stack.Stack
     exited: jnp.ndarray  # [W] uint32  lanes that have finished
     waiting: jnp.ndarray  # [W] bool  at a barrier
@@ -88,7 +96,7 @@ class State(NamedTuple):
 class Options(NamedTuple):
     max_steps: int
     trace_steps: int  # 0: no trace
-    mem_model: Optional[object] = None  # callable attaching memory counters (see jaxsimt.memstats)
+    arch: Optional[object] = None  # the Arch whose memory model counts requests/sectors/wavefronts
 
 
 # Block terminator kinds as integers (tables indexed by the running block)
@@ -105,25 +113,30 @@ class _Exec:
 
     def __init__(self, m: "Machine", data, active, wave, dyn: Dyn, zero):
         self.m, self.active, self.wave, self.dyn, self.zero = m, active, wave, dyn, zero
-        regs, self.gmem, self.smem, self.mem, self.fault = data
+        regs, self.gmem, self.smem, self.lmem, self.mem, self.fault = data
         self.regs = list(regs)
 
     def data(self):
-        return tuple(self.regs), self.gmem, self.smem, self.mem, self.fault
+        return tuple(self.regs), self.gmem, self.smem, self.lmem, self.mem, self.fault
 
     # -- operands --
     def read(self, op, dtype: Optional[T.DType] = None):
+        """An operand as `dtype`: registers of another type of the same width are reinterpreted
+        bit for bit (PTX's untyped .bN registers), of another width truncated/zero-extended."""
         if isinstance(op, Imm):
             dt = dtype or op.dtype
             return jnp.asarray(op.value, dt.np_dtype)
         v = self.regs[op.index]
         if dtype is not None and dtype.np_dtype != op.dtype.np_dtype:
-            v = v.astype(dtype.np_dtype)
+            v = reinterpret(v, op.dtype, dtype)
         return v
 
     def write(self, reg: Reg, value):
         old = self.regs[reg.index]
-        value = jnp.broadcast_to(jnp.asarray(value).astype(old.dtype), old.shape)
+        value = jnp.asarray(value)
+        if value.dtype != old.dtype:
+            value = reinterpret(value, T.as_dtype(value.dtype), reg.dtype)
+        value = jnp.broadcast_to(value, old.shape)
         self.regs[reg.index] = jnp.where(self.active, value, old)
 
     def record_fault(self, code: int, pc: int, bad, addr):
@@ -151,8 +164,20 @@ class _Exec:
             self.write(ins.dst[0], val)
         elif op == "vote":
             self.write(ins.dst[0], self.vote(ins))
+        elif op == "param":
+            self.write(ins.dst[0], self.param(ins.attr("index")))
+        elif op in EXTRA_OPS:
+            EXTRA_OPS[op](self, ins, pc)
         else:
             raise NotImplementedError(f"instruction {op!r} ({ins.loc})")
+
+    def param(self, index: int):
+        """A kernel parameter's value: an array argument's base address (u64) or a scalar."""
+        p = self.m.program.params[index]
+        if p.is_pointer:
+            return self.dyn.bases[index].astype(jnp.uint64)
+        k = [q.index for q in self.m.program.params if not q.is_pointer].index(index)
+        return jnp.asarray(self.dyn.scalars[k])
 
     def vote(self, ins: Instr):
         p = self.read(ins.src[0]).astype(bool)
@@ -167,35 +192,76 @@ class _Exec:
             return jnp.any(p & part, axis=1, keepdims=True)
         raise NotImplementedError(mode)
 
+    def address(self, ins: Instr, nbytes: int, pc: int):
+        """Resolve a memory instruction's per-lane address.
+
+        Returns (memory name, word index [W, L], byte in word [W, L], address [W, L] int64 as the memory
+        model sees it, lanes that may access [W, L]). Two forms: indexed (attr `array`: element index
+        into a known array, as the DSL emits) and by byte address (attr `array` None: the operand plus
+        attr `offset` is a byte address, as PTX emits). Out-of-bounds and misaligned lanes fault."""
+        m, act = self.m, self.active
+        space = ins.attr("space")
+        arr = ins.attr("array")
+        raw = jnp.broadcast_to(self.read(ins.src[0]), act.shape)
+        if arr is not None:
+            t = T.BY_NAME[ins.attr("type")]
+            off = raw.astype(jnp.int64) * t.size + ins.attr("offset", 0)
+        else:
+            off = raw.astype(jnp.int64) + ins.attr("offset", 0)
+        if space in ("global", "generic", "const"):
+            if arr is not None:
+                base, size = self.dyn.bases[arr], self.dyn.sizes[arr]
+                addr = base + off
+                rel = off
+            else:
+                addr = off
+                # the allocation holding each address (few arrays: test each)
+                inside = [(addr >= self.dyn.bases[q.index]) & (addr < self.dyn.bases[q.index] + self.dyn.sizes[q.index])
+                          for q in m.program.params if q.is_pointer]
+                hit = jnp.any(jnp.stack(inside), axis=0) if inside else jnp.zeros(act.shape, bool)
+                base = jnp.zeros(act.shape, jnp.int64)
+                size = jnp.zeros(act.shape, jnp.int64)
+                for q, ins_q in zip([q for q in m.program.params if q.is_pointer], inside):
+                    base = jnp.where(ins_q, self.dyn.bases[q.index], base)
+                    size = jnp.where(ins_q, self.dyn.sizes[q.index], size)
+                rel = jnp.where(hit, addr - base, addr)
+                size = jnp.where(hit, size, -1)
+            name, code = "gmem", errors.OOB_GLOBAL
+            widx, boff = lsu.split_address(addr)
+        elif space == "shared":
+            if arr is not None:
+                decl = m.program.shared[arr]
+                base, size = decl.offset, decl.nbytes
+                addr = base + off
+                rel = off
+            else:
+                addr, rel, size = off, off, m.program.shared_bytes
+            name, code = "smem", errors.OOB_SHARED
+            w0, boff = lsu.split_address(addr)
+            widx = w0 + m.cta_of_warp[:, None] * m.layout.shared_words
+        elif space == "local":
+            addr, rel, size = off, off, m.layout.local_words * 4
+            name, code = "lmem", errors.OOB_LOCAL
+            w0, boff = lsu.split_address(addr)
+            thread = jnp.arange(m.geo.W)[:, None] * m.geo.warp_size + m.lane[None, :]
+            widx = w0 + thread * m.layout.local_words
+        else:
+            raise NotImplementedError(f"memory space {space!r} ({ins.loc})")
+        oob = act & ((rel < 0) | (rel + nbytes > size))
+        mis = act & ~oob & ((addr % nbytes) != 0)
+        self.record_fault(code, pc, oob, rel)
+        self.record_fault(errors.MISALIGNED, pc, mis, rel)
+        return name, widx, boff, addr, act & ~oob & ~mis
+
     def memory(self, ins: Instr, pc: int):
         m = self.m
         t = T.BY_NAME[ins.attr("type")]
         vec = ins.attr("vec", 1)
         nbytes = t.size * vec
-        space = ins.attr("space")
-        off = jnp.broadcast_to(self.read(ins.src[0]).astype(jnp.int64), self.active.shape) * t.size
-        arr = ins.attr("array")
-        if space == "global":
-            base, size = self.dyn.bases[arr], self.dyn.sizes[arr]
-            addr = base + off
-            widx, boff = lsu.split_address(addr)
-            oob_code = errors.OOB_GLOBAL
-        else:
-            decl = m.program.shared[arr]
-            base, size = decl.offset, decl.nbytes
-            addr = base + off
-            w0, boff = lsu.split_address(addr)
-            widx = w0 + m.cta_of_warp[:, None] * m.layout.shared_words
-            oob_code = errors.OOB_SHARED
-        act = self.active
-        oob = act & ((off < 0) | (off + nbytes > size))
-        mis = act & ~oob & ((addr % nbytes) != 0)
-        self.record_fault(oob_code, pc, oob, off)
-        self.record_fault(errors.MISALIGNED, pc, mis, off)
-        ok = act & ~oob & ~mis
-        if m.options.mem_model is not None:
-            self.mem = m.options.mem_model(self.mem, pc, ins, addr, nbytes, ok, space)
-        words = self.gmem if space == "global" else self.smem
+        name, widx, boff, addr, ok = self.address(ins, nbytes, pc)
+        if m.options.arch is not None and name in ("gmem", "smem"):
+            self.mem = m.count_memory(self.mem, pc, ins.op, name, addr, nbytes, ok)
+        words = getattr(self, name)
         if ins.op == "ld":
             for r, v in zip(ins.dst, lsu.load(words, widx, boff, ok, t, vec)):
                 self.write(r, v)
@@ -205,11 +271,24 @@ class _Exec:
             words = lsu.store(words, widx, boff, ok, vals, t)
         else:
             words, old = lsu.atomic(words, widx, ok, ins.attr("aop"), t, vals)
-            self.write(ins.dst[0], old)
-        if space == "global":
-            self.gmem = words
-        else:
-            self.smem = words
+            if ins.dst:
+                self.write(ins.dst[0], old)
+        setattr(self, name, words)
+
+
+def reinterpret(x, src: T.DType, dst: T.DType):
+    """Bits of `x` (type src) as type dst: same width bitcast, else truncate / zero-extend the bits."""
+    if src == dst:
+        return x
+    if dst == T.pred:
+        return x != 0
+    if src == T.pred:
+        return x.astype(dst.np_dtype)
+    if src.bits == dst.bits:
+        return jax.lax.bitcast_convert_type(x, dst.np_dtype)
+    u = jax.lax.bitcast_convert_type(x, T.UINT_OF_BITS[src.bits].np_dtype)
+    u = u.astype(T.UINT_OF_BITS[dst.bits].np_dtype)
+    return jax.lax.bitcast_convert_type(u, dst.np_dtype)
 
 
 def record_fault(fault, code: int, pc, bad, addr, wave):
@@ -251,6 +330,22 @@ class Machine:
         self.t_reconv = jnp.asarray([t.reconv for t in terms], jnp.int32)
         self.t_pc = jnp.asarray([pc0 + len(b.instrs) for b, (pc0, _) in zip(program.blocks, self.block_pcs)], jnp.int32)
         self.run_wave = jax.jit(self._run_wave, donate_argnums=(0,))
+
+    # -- memory counters --
+    def count_memory(self, mem, pc: int, op: str, name: str, addr, nbytes: int, ok):
+        """Add one warp instruction's memory cost, for every warp of the step, to mem[pc]."""
+        arch = self.options.arch
+        if name == "gmem":
+            row = list(memstats.global_counts(arch, addr, nbytes, ok, "st" if op == "st" else "ld"))
+            cols = [MEM_REQUESTS, MEM_SECTORS, MEM_LINES]
+        else:
+            row = list(memstats.shared_counts(arch, addr, nbytes, ok))
+            cols = [MEM_WAVEFRONTS, MEM_CONFLICTS]
+        row.append(jnp.sum(ok, axis=-1) * nbytes)
+        cols.append(MEM_BYTES)
+        add = jnp.zeros((N_MEM,), jnp.int64).at[jnp.asarray(cols)].set(
+            jnp.stack([jnp.sum(r.astype(jnp.int64)) for r in row]))
+        return mem.at[pc].add(add)
 
     # -- lanes and threads --
     def pack(self, bits):
@@ -295,8 +390,9 @@ class Machine:
         pc0, _ = self.block_pcs[k]
         term = blk.term
 
-        def fn(data, active, wave, dyn, zero):
-            ex = _Exec(self, data, active, wave, dyn, zero)
+        def fn(st: State, active, wave, dyn):
+            data = (st.regs, st.gmem, st.smem, st.lmem, st.mem, st.fault)
+            ex = _Exec(self, data, active, wave, dyn, st.zero)
             for j, ins in enumerate(blk.instrs):
                 ex.run(ins, pc0 + j)
             if term.kind == BRANCH:
@@ -304,7 +400,8 @@ class Machine:
                 taken = self.pack((~p if term.negate else p) & active)
             else:
                 taken = jnp.zeros((self.geo.W,), jnp.uint32)
-            return ex.data(), taken
+            regs, gmem, smem, lmem, mem, fault = ex.data()
+            return st._replace(regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault), taken
 
         return fn
 
@@ -320,12 +417,11 @@ class Machine:
         mask = jnp.where(sel, top_mask & ~s.exited, jnp.uint32(0))
         active = self.unpack(mask)
 
-        data = (s.regs, s.gmem, s.smem, s.mem, s.fault)
         if NB > 1:
-            data, taken = lax.switch(b, fns, data, active, wave, dyn, s.zero)
+            s, taken = lax.switch(b, fns, s, active, wave, dyn)
         else:
-            data, taken = fns[0](data, active, wave, dyn, s.zero)
-        regs, gmem, smem, mem, fault = data
+            s, taken = fns[0](s, active, wave, dyn)
+        regs, gmem, smem, lmem, mem, fault = s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault
 
         kind, target, fall, reconv, tpc = (self.t_kind[b], self.t_target[b], self.t_fall[b], self.t_reconv[b],
                                            self.t_pc[b])
@@ -361,7 +457,7 @@ class Machine:
             trace = (tb.at[s.steps].set(b, mode="drop"), tm.at[s.steps].set(mask, mode="drop"),
                      tsp.at[s.steps].set(st.sp, mode="drop"))
         return s._replace(
-            regs=regs, gmem=gmem, smem=smem, mem=mem, fault=fault, stack=st, exited=exited, waiting=waiting,
+            regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, stack=st, exited=exited, waiting=waiting,
             steps=s.steps + 1, trace=trace,
             warp_exec=s.warp_exec.at[b].add(jnp.sum(sel & (mask != 0), dtype=jnp.int64)),
             thread_exec=s.thread_exec.at[b].add(jnp.sum(lax.population_count(mask), dtype=jnp.int64)),
@@ -369,10 +465,11 @@ class Machine:
             max_depth=jnp.maximum(s.max_depth, jnp.max(st.sp)))
 
     # -- the run of one wave --
-    def init_state(self, gmem, counters, scalars, wave, dyn: Dyn, zero) -> State:
+    def init_state(self, gmem, counters, wave, dyn: Dyn, zero) -> State:
         g = self.geo
         W, L = g.W, g.warp_size
-        scal = {p.reg.index: v for p, v in zip([p for p in self.program.params if not p.is_pointer], scalars)}
+        scal = {p.reg.index: v for p, v in zip([p for p in self.program.params if not p.is_pointer], dyn.scalars)
+                if p.reg is not None}
         regs = []
         for r in self.program.regs:
             if r.index in scal:
@@ -386,13 +483,14 @@ class Machine:
         return State(
             regs=tuple(regs), gmem=gmem,
             smem=jnp.zeros((g.ctas_per_wave * max(self.layout.shared_words, 1),), jnp.uint32),
+            lmem=jnp.zeros((W * L * self.layout.local_words if self.layout.local_words else 1,), jnp.uint32),
             stack=stack.init(self.valid_mask(wave, dyn), g.depth, 0, self.exit_pc),
             exited=jnp.zeros((W,), jnp.uint32), waiting=jnp.zeros((W,), bool), steps=jnp.int32(0), zero=zero,
             warp_exec=warp_exec, thread_exec=thread_exec, divergent=divergent, max_depth=max_depth, mem=mem,
             fault=jnp.zeros((6,), jnp.int64), trace=trace)
 
-    def _run_wave(self, gmem, counters, scalars, wave, dyn: Dyn, zero):
-        s0 = self.init_state(gmem, counters, scalars, wave, dyn, zero)
+    def _run_wave(self, gmem, counters, wave, dyn: Dyn, zero):
+        s0 = self.init_state(gmem, counters, wave, dyn, zero)
         fns = [self._block_fn(k) for k in range(self.NB)]
 
         def cond(s: State):

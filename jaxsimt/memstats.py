@@ -20,18 +20,21 @@ from jax import lax
 from jaxsimt import banks, coalescing
 from jaxsimt.arch import Arch
 
-_NEG = jnp.iinfo(jnp.int32).min
+def _span_bitmap(keys, active):
+    """Per warp: keys relative to the smallest active key, and whether they all fit in 64.
+
+    Returns (bitmap [W] uint64 of the relative keys present, fits [W] bool). Distinct keys = popcount.
+    """
+    big = jnp.asarray(jnp.iinfo(keys.dtype).max, keys.dtype)
+    lo = jnp.min(jnp.where(active, keys, big), axis=1, keepdims=True)
+    rel = jnp.where(active, keys - lo, 0)
+    fits = jnp.all(rel < 64, axis=1)
+    bits = jnp.where(active & (rel < 64), jnp.uint64(1) << rel.astype(jnp.uint64), jnp.uint64(0))
+    return lax.reduce(bits, jnp.uint64(0), lax.bitwise_or, (1,)), fits
 
 
-def _first_occurrences_sorted(keys, active):
-    """For keys non-decreasing over active lanes: (is first active lane of its key [W, L], monotonic [W])."""
-    big_neg = jnp.asarray(jnp.iinfo(keys.dtype).min, keys.dtype)
-    k = jnp.where(active, keys, big_neg)
-    run_max = lax.cummax(k, axis=1)
-    prev = jnp.concatenate([jnp.full((k.shape[0], 1), big_neg, keys.dtype), run_max[:, :-1]], axis=1)
-    monotonic = jnp.all(~active | (keys >= prev), axis=1)
-    first = active & (keys != prev)
-    return first, monotonic
+def _popcount(x):
+    return lax.population_count(x).astype(jnp.int32)
 
 
 def global_counts(arch: Arch, addr, nbytes: int, active, op: str):
@@ -45,17 +48,17 @@ def global_counts(arch: Arch, addr, nbytes: int, active, op: str):
                and nbytes <= arch.sector_size)
     if not fast_ok:
         return exact(None)
-    # Accesses are aligned to their size (<= a sector), so each touches exactly one sector.
-    sec = addr // arch.sector_size
-    first_s, mono = _first_occurrences_sorted(sec, active)
-    line = addr // arch.line_size
-    first_l, _ = _first_occurrences_sorted(line, active)
+    # Accesses are aligned to their size (<= a sector), so each touches exactly one sector. When every
+    # warp's sectors lie within a 64-sector span, a 64-bit set of them counts the distinct ones.
+    sec = (addr // arch.sector_size).astype(jnp.int32)  # int32: cheaper, and exact below 64 GiB
+    sec_map, fits = _span_bitmap(sec, active)
+    line_map, _ = _span_bitmap(sec // (arch.line_size // arch.sector_size), active)
 
     def fast(_):
         req = jnp.any(active, axis=1).astype(jnp.int32)
-        return req, jnp.sum(first_s, axis=1, dtype=jnp.int32), jnp.sum(first_l, axis=1, dtype=jnp.int32)
+        return req, _popcount(sec_map), _popcount(line_map)
 
-    return lax.cond(jnp.all(mono), fast, exact, None)
+    return lax.cond(jnp.all(fits), fast, exact, None)
 
 
 def shared_counts(arch: Arch, addr, nbytes: int, active):
@@ -65,22 +68,20 @@ def shared_counts(arch: Arch, addr, nbytes: int, active):
         b = jax.vmap(lambda a, m: banks.bank_access(arch, a, nbytes, m))(addr, active)
         return b.wavefronts, b.conflicts
 
-    fast_ok = (arch.shared_multicast == "multicast" and nbytes <= arch.bank_width
+    nb = arch.shared_banks
+    fast_ok = (arch.shared_multicast == "multicast" and nbytes <= arch.bank_width and nb == 32
                and banks.group_lanes(arch, nbytes) == arch.warp_size)
     if not fast_ok:
         return exact(None)
-    word = addr // arch.bank_width
-    first, mono = _first_occurrences_sorted(word, active)
+    # Words within a 64-word span: word r and r + 32 (relative to the lowest) share a bank, nothing
+    # else does, so the worst bank holds 2 distinct words exactly when both halves of the set overlap.
+    word_map, fits = _span_bitmap((addr // arch.bank_width).astype(jnp.int32), active)
 
     def fast(_):
-        W = addr.shape[0]
-        nb = arch.shared_banks
-        bank = (word % nb).astype(jnp.int32)
-        per_bank = jnp.zeros((W * nb,), jnp.int32).at[
-            (jnp.arange(W, dtype=jnp.int32)[:, None] * nb + bank).reshape(-1)].add(first.reshape(-1).astype(jnp.int32))
-        wave = jnp.max(per_bank.reshape(W, nb), axis=1)
-        distinct = jnp.sum(first, axis=1, dtype=jnp.int32)
-        ideal = (distinct + nb - 1) // nb
-        return wave, wave - ideal
+        lo, hi = word_map & jnp.uint64(0xFFFFFFFF), word_map >> jnp.uint64(32)
+        any_active = jnp.any(active, axis=1)
+        wave = jnp.where(any_active, 1 + ((lo & hi) != 0).astype(jnp.int32), 0)
+        distinct = _popcount(word_map)
+        return wave, wave - (distinct + nb - 1) // nb
 
-    return lax.cond(jnp.all(mono), fast, exact, None)
+    return lax.cond(jnp.all(fits), fast, exact, None)
