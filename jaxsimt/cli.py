@@ -1,0 +1,53 @@
+"""The `jaxsimt` command: one subcommand per job.
+
+    jaxsimt demo                       emulate the seeds' kernels and print their counters
+    jaxsimt ladder [--arch] [--size]   the GEMM ladder report
+    jaxsimt occupancy --arch h200 --threads 256 --regs 64 --smem 16384 [--json]
+    jaxsimt run FILE.ptx --kernel NAME --grid X --block X --arg SPEC ...
+    jaxsimt validate [--json]          compare the emulator with the committed H200 measurements
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+# subcommand -> (module, function, one-line help)
+COMMANDS = {
+    "demo": ("jaxsimt.demo", "main", "emulate the seeds' kernels and print what the hardware would count"),
+    "ladder": ("jaxsimt.ladder", "main", "the GEMM ladder report (naive ... Tensor Cores)"),
+    "occupancy": ("jaxsimt.occupancy", "cli", "theoretical occupancy of a launch configuration"),
+    "run": ("jaxsimt.run_cli", "main", "run a PTX kernel"),
+    "validate": ("jaxsimt.validate", "main", "compare the emulator with the H200 fixtures"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: jaxsimt COMMAND [options]", "", "commands:"]
+    lines += [f"  {name:<10} {help_}" for name, (_, _, help_) in COMMANDS.items()]
+    lines += ["", "jaxsimt COMMAND --help for a command's options"]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd not in COMMANDS:
+        print(f"jaxsimt: unknown command {cmd!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    mod, fn, _ = COMMANDS[cmd]
+    try:
+        module = importlib.import_module(mod)
+    except ModuleNotFoundError as e:
+        if e.name == mod:
+            print(f"jaxsimt {cmd}: not available in this version", file=sys.stderr)
+            return 2
+        raise
+    rc = getattr(module, fn)(rest)
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
