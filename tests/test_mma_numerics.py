@@ -144,7 +144,9 @@ def test_specials_and_signed_zeros():
     b = b.at[:].set(0.0)
     c = c.at[:].set(-0.0)
     d = np.asarray(M.mma(a, b, c))
-    assert np.all(np.signbit(d)) and np.all(d == 0)  # every addend is -0
+    assert not np.any(np.signbit(d)) and np.all(d == 0)  # every addend is -0: the H200 still writes +0
+    d = np.asarray(M.mma(a, b, c, params=M.H200.replace(zero_sign="ieee")))
+    assert np.all(np.signbit(d)) and np.all(d == 0)
     d = np.asarray(M.mma(a, b, jnp.zeros_like(c)))
     assert not np.any(np.signbit(d))
     a, b, c = one_product_tile(1.0, np.inf, 0.0)

@@ -35,11 +35,12 @@ U32 = jnp.uint32
 I32 = jnp.int32
 
 # --- the model's free parameters -------------------------------------------------------------------------
-#: products fused per block FMA, per input type (literature: 4 on V100, 8 on A100 for f16/bf16, 4 for tf32
-#: on A100; 16 assumed for Hopper f16/bf16, i.e. one whole m16n8k16 instruction)
-GROUP_SIZE = {"f16": 16, "bf16": 16, "tf32": 4}
-#: bits kept below an f32 significand's last bit, relative to the largest addend's exponent
-EXTRA_ALIGN_BITS = 3
+#: products fused per block FMA, per input type, capped at the instruction's k (literature: 4 on V100, 8 on
+#: A100 for f16/bf16, 4 for tf32 on A100). Fitted on the H200: one block FMA per instruction, i.e. 16
+#: products for m16n8k16, 8 for m16n8k8 (tf32 included); smaller groups miss every random tile
+GROUP_SIZE = {"f16": 16, "bf16": 16, "tf32": 8}
+#: bits kept below an f32 significand's last bit, relative to the largest addend's exponent (H200: 2)
+EXTRA_ALIGN_BITS = 2
 #: rounding of the normalised sum into an f32 accumulator: "rz" (truncation) or "rne"
 F32_ROUNDING = "rz"
 #: rounding into an f16 accumulator
@@ -50,6 +51,9 @@ ALIGN_TRUNCATION = "magnitude"
 TF32_INPUT = "truncate"
 #: result when the rounded sum exceeds the format: "inf" always, or "ieee" (largest finite under rz)
 OVERFLOW = "inf"
+#: sign of a zero result: "positive" (the H200 never writes -0: an exactly zero or underflowed sum is +0,
+#: even when every addend is -0) or "ieee" (-0 when every addend is -0, or a negative sum underflows)
+ZERO_SIGN = "positive"
 #: the NaN the unit writes (NVIDIA's canonical NaNs)
 NAN_F32 = 0x7FFFFFFF
 NAN_F16 = 0x7FFF
@@ -68,6 +72,7 @@ class HardwareParams:
     align_truncation: str = ALIGN_TRUNCATION
     tf32_input: str = TF32_INPUT
     overflow: str = OVERFLOW
+    zero_sign: str = ZERO_SIGN
 
     def __post_init__(self):
         if not 0 <= self.extra_bits <= 6:
@@ -81,6 +86,8 @@ class HardwareParams:
             raise ValueError("tf32_input must be 'truncate' or 'rna'")
         if self.overflow not in ("inf", "ieee"):
             raise ValueError("overflow must be 'inf' or 'ieee'")
+        if self.zero_sign not in ("positive", "ieee"):
+            raise ValueError("zero_sign must be 'positive' or 'ieee'")
 
     def group(self, input_type: str) -> int:
         return {"f16": self.group_f16, "bf16": self.group_bf16, "tf32": self.group_tf32}[input_type]
@@ -263,10 +270,13 @@ def fused_group(acc: Decoded, acc_fmt: Fmt, pa: Decoded, pb: Decoded, in_fmt: Fm
     rh = ah - bh - (al < bl).astype(U32)
     rounding = params.f32_rounding if acc_fmt == F32 else params.f16_rounding
     out = round_to_format(neg.astype(U32), rh, rl, lsb, acc_fmt, rounding, params.overflow)
-    # an exactly zero sum is +0 unless every addend is a zero with its sign bit set
-    all_neg_zero = jnp.all(zero & (sign == 1), -1)
+    # the sign of a zero result (exactly zero, or underflowed): see `zero_sign`
     sign_pos = acc_fmt.ebits + acc_fmt.fbits
-    out = jnp.where((rh == 0) & (rl == 0), jnp.where(all_neg_zero, _u(1 << sign_pos), _u(0)), out)
+    if params.zero_sign == "positive":
+        out = jnp.where((out & _u((1 << sign_pos) - 1)) == 0, _u(0), out)
+    else:
+        all_neg_zero = jnp.all(zero & (sign == 1), -1)
+        out = jnp.where((rh == 0) & (rl == 0), jnp.where(all_neg_zero, _u(1 << sign_pos), _u(0)), out)
     inf_bits = ((1 << acc_fmt.ebits) - 1) << acc_fmt.fbits
     nan_bits = NAN_F32 if acc_fmt == F32 else NAN_F16
     out = jnp.where(pos_inf, _u(inf_bits), out)
