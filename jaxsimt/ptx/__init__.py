@@ -1,4 +1,5 @@
-"""PTX front end: parse the PTX that nvcc emits into a typed AST (`ast`), and say what the emulator runs."""
+"""PTX front end: parse the PTX that nvcc emits into a typed AST (`ast`), lower an entry onto a `Program`
+(`lower`) and run it (`launch`)."""
 from jaxsimt.ptx import ast
 from jaxsimt.ptx.ast import (Addr, Bracket, Function, Imm, Instruction, Label, Module, NotPred, Param, ParamList,
                              Predicate, Reg, RegDecl, RegPair, Sink, SpecialReg, Sym, SymAddr, VarDecl, Vec)
@@ -13,9 +14,12 @@ def parse_file(path) -> Module:
         return parse(f.read(), str(path))
 
 
+from jaxsimt.ptx.lower import lower  # noqa: E402
+from jaxsimt.ptx.run import launch, load_module  # noqa: E402
+
 __all__ = [
-    "parse", "parse_file", "check_supported", "SUPPORTED_OPCODES", "KNOWN_OPCODES", "PtxError",
-    "PtxSyntaxError", "PtxUnsupportedError", "ast", "Module", "Function", "Param", "RegDecl", "VarDecl",
-    "Label", "Instruction", "Predicate", "Reg", "SpecialReg", "Imm", "Sym", "Vec", "Addr", "Bracket",
-    "RegPair", "NotPred", "Sink", "ParamList", "SymAddr",
+    "parse", "parse_file", "check_supported", "lower", "launch", "load_module", "SUPPORTED_OPCODES",
+    "KNOWN_OPCODES", "PtxError", "PtxSyntaxError", "PtxUnsupportedError", "ast", "Module", "Function", "Param",
+    "RegDecl", "VarDecl", "Label", "Instruction", "Predicate", "Reg", "SpecialReg", "Imm", "Sym", "Vec", "Addr",
+    "Bracket", "RegPair", "NotPred", "Sink", "ParamList", "SymAddr",
 ]

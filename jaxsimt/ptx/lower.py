@@ -1,0 +1,942 @@
+"""Lowering of a parsed PTX `.entry` onto the emulator's `Program`.
+
+Basic blocks split at labels and after `bra`, `bar.sync`, `ret` and `exit`; `.func` bodies are inlined at
+each `call` (recursion is refused). Predicated non-branch instructions stay in their block as one guarded
+instruction (`ptx.guard`: the inner instruction runs for the lanes whose predicate holds), which is how the
+hardware issues them. Module-scope `.const` and `.global` variables, and the per-thread `.local` frame,
+become hidden array arguments appended after the kernel's own (see `Program.ptx_hidden`); `.shared`
+variables (static, and `.extern` dynamic sized by `dynamic_smem`) become the Program's shared layout.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from jaxsimt import types as T
+from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
+                             SourceLoc, Terminator, finalize)
+from jaxsimt.ptx import ast
+from jaxsimt.ptx import semantics  # noqa: F401  (registers the ptx.* ops)
+from jaxsimt.ptx.errors import PtxUnsupportedError
+from jaxsimt.ptx.opcodes import check_supported
+from jaxsimt.ptx.parser import parse
+
+_SREG = {"tid", "ntid", "ctaid", "nctaid"}
+_ROUND = {"rn", "rz", "rm", "rp"}
+_IROUND = {"rni", "rzi", "rmi", "rpi"}
+_CMPS = set("eq ne lt le gt ge lo ls hi hs equ neu ltu leu gtu geu num nan".split())
+_TENSOR = {"wmma.load", "wmma.store", "wmma.mma", "mma", "ldmatrix", "stmatrix", "movmatrix"}
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """A hidden array argument: a module variable (`kind` const/global, `data` its initial bytes) or the
+    local frames (`kind` local, `frame` bytes per thread)."""
+
+    index: int
+    name: str
+    kind: str
+    data: bytes = b""
+    frame: int = 0
+
+
+def _dtype(name: str) -> T.DType:
+    if name not in T.BY_NAME:
+        raise KeyError(name)
+    return T.BY_NAME[name]
+
+
+def _wrap(v: int, dt: T.DType) -> int:
+    if dt == T.pred:
+        return bool(v)
+    bits = dt.bits
+    v &= (1 << bits) - 1
+    if dt.is_signed and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+class _Ctx:
+    """One inlined instance of a function body."""
+
+    def __init__(self, fn: ast.Function, inst: int, bind: dict, ret_key, chain: tuple):
+        self.fn, self.inst, self.bind, self.ret_key, self.chain = fn, inst, bind, ret_key, chain
+        self.reg_types = {}
+        for d in fn.reg_decls:
+            for n in d.names:
+                self.reg_types[n] = d.dtype
+        self.vars = {v.name: v for v in fn.var_decls}
+
+
+class _Lowerer:
+    def __init__(self, module: ast.Module, entry: ast.Function, args, dynamic_smem: int):
+        self.mod, self.entry, self.args = module, entry, args
+        self.dynamic_smem = int(dynamic_smem)
+        self.regs: list[Reg] = []
+        self.regmap: dict = {}
+        self.blocks: list = []  # [key, instrs, term-spec]
+        self.alias: dict = {}
+        self.n_anon = 0
+        self.n_inst = 0
+        self.src_cache: dict = {}
+        self.base_dir = os.path.dirname(os.path.abspath(module.filename)) if module.filename else "."
+        self.params: list[Param] = []
+        self.hidden: list[Hidden] = []
+        self.hidden_of: dict = {}
+        self.shared: list[SharedDecl] = []
+        self.shared_of: dict = {}
+        self.shared_bytes = 0
+        self.local_off: dict = {}
+        self.local_frame = 0
+        self.local_align = 1
+
+    # ---------------------------------------------------------------- errors and source lines
+    def fail(self, ins, reason):
+        raise PtxUnsupportedError(ins.line, ins.name, reason, self.mod.filename, ins.text)
+
+    def loc(self, ins: ast.Instruction) -> SourceLoc:
+        if ins.loc is not None:
+            path = self.mod.file_table.get(ins.loc[0], self.mod.filename)
+            line = ins.loc[1]
+            text = self.source_line(path, line) or ins.text
+            return SourceLoc(path, line, text)
+        return SourceLoc(self.mod.filename, ins.line, ins.text)
+
+    def source_line(self, path: str, line: int) -> str:
+        if path not in self.src_cache:
+            lines = None
+            for cand in (path, os.path.join(self.base_dir, path),
+                         os.path.join(self.base_dir, "src", os.path.basename(path))):
+                try:
+                    with open(cand, encoding="utf-8", errors="replace") as f:
+                        lines = f.read().split("\n")
+                    break
+                except OSError:
+                    continue
+            self.src_cache[path] = lines
+        lines = self.src_cache[path]
+        if lines and 1 <= line <= len(lines):
+            return lines[line - 1].strip()
+        return ""
+
+    # ---------------------------------------------------------------- registers
+    def new_reg(self, dt: T.DType, name: str) -> Reg:
+        r = Reg(len(self.regs), dt, name.lstrip("%").replace("$", "_"))
+        self.regs.append(r)
+        return r
+
+    def reg(self, ctx: _Ctx, name: str) -> Reg:
+        key = (ctx.fn.name, name)
+        if key not in self.regmap:
+            tname = ctx.reg_types.get(name)
+            if tname is None or tname not in T.BY_NAME:
+                raise PtxUnsupportedError(ctx.fn.line, name, f"register type .{tname} not supported",
+                                          self.mod.filename)
+            self.regmap[key] = self.new_reg(_dtype(tname), f"{ctx.fn.name}.{name}" if ctx.inst else name)
+        return self.regmap[key]
+
+    def temp(self, dt: T.DType) -> Reg:
+        return self.new_reg(dt, f"tmp{len(self.regs)}")
+
+    # ---------------------------------------------------------------- blocks
+    def open_block(self, key):
+        self.blocks.append([key, [], None])
+
+    def anon(self):
+        self.n_anon += 1
+        return ("$anon", self.n_anon)
+
+    def label(self, key):
+        cur = self.blocks[-1]
+        if cur[2] is None and not cur[1]:
+            self.alias[key] = cur[0]  # an empty fall-through block: same block
+            return
+        if cur[2] is None:
+            cur[2] = (FALL, key, None, False, None)
+        self.open_block(key)
+
+    def terminate(self, kind, target=None, pred=None, negate=False, instr=None):
+        cur = self.blocks[-1]
+        if kind == BRANCH:
+            nxt = self.anon()
+            cur[2] = (BRANCH, target, pred, negate, instr, nxt)
+            self.open_block(nxt)
+            return
+        cur[2] = (kind, target, pred, negate, instr)
+        self.open_block(self.anon())
+
+    def emit(self, op, dst=(), src=(), loc=None, **attrs):
+        ins = Instr(op, tuple(dst), tuple(src), tuple(sorted(attrs.items())), loc)
+        self.blocks[-1][1].append(ins)
+        return ins
+
+    # ---------------------------------------------------------------- variables
+    def layout_shared(self):
+        decls = [v for v in self.mod.globals if v.space == "shared"]
+        for fn in self._reachable():
+            decls += [v for v in fn.var_decls if v.space == "shared"]
+        off = 0
+        dyn = []
+        for v in decls:
+            if v.is_dynamic:
+                dyn.append(v)
+                continue
+            off = self._add_shared(v, off, v.elements)
+        for v in dyn:
+            align = v.align or T.BY_NAME.get(v.dtype, T.u8).size
+            start = -(-off // align) * align
+            n = self.dynamic_smem // max(1, self._esize(v))
+            self.shared_of[v.name] = len(self.shared)
+            self.shared.append(SharedDecl(v.name, self._edtype(v), (max(n, 1),), start))
+            off = max(off, start + self.dynamic_smem)
+        self.shared_bytes = off
+
+    def _esize(self, v):
+        return self._edtype(v).size
+
+    def _edtype(self, v) -> T.DType:
+        return T.BY_NAME.get(v.dtype, T.u8) if v.dtype in T.BY_NAME and v.dtype != "pred" else T.u8
+
+    def _add_shared(self, v, off, n):
+        dt = self._edtype(v)
+        align = v.align or dt.size
+        start = -(-off // align) * align
+        self.shared_of[v.name] = len(self.shared)
+        self.shared.append(SharedDecl(v.name, dt, (n,), start))
+        return start + n * dt.size
+
+    def layout_local(self):
+        off, align = 0, 1
+        for fn in self._reachable():
+            for v in fn.var_decls:
+                if v.space == "local":
+                    a = v.align or self._esize(v)
+                    off = -(-off // a) * a
+                    self.local_off[(fn.name, v.name)] = off
+                    off += (v.elements or 0) * self._esize(v)
+                    align = max(align, a)
+        self.local_frame = -(-off // max(align, 16)) * max(align, 16) if off else 0
+
+    def _reachable(self):
+        seen, out, todo = set(), [], [self.entry]
+        while todo:
+            fn = todo.pop()
+            if fn.name in seen:
+                continue
+            seen.add(fn.name)
+            out.append(fn)
+            for ins in fn.instructions:
+                if ins.opcode == "call" and isinstance(ins.operands[1], ast.Sym):
+                    try:
+                        todo.append(self.mod.function(ins.operands[1].name))
+                    except KeyError:
+                        pass
+        return out
+
+    def add_hidden(self, name, kind, data=b"", frame=0):
+        idx = len(self.params)
+        self.params.append(Param(name, T.u8, True, None, idx))
+        h = Hidden(idx, name, kind, data, frame)
+        self.hidden.append(h)
+        self.hidden_of[name] = h
+        return h
+
+    def module_vars(self):
+        for v in self.mod.globals:
+            if v.space in ("const", "global"):
+                if v.elements is None:
+                    continue
+                self.add_hidden(v.name, v.space, self._init_bytes(v))
+
+    def _init_bytes(self, v) -> bytes:
+        dt = self._edtype(v)
+        n = v.elements
+        out = bytearray(n * dt.size)
+        for k, val in enumerate(v.init or ()):
+            if not isinstance(val, ast.Imm):
+                raise PtxUnsupportedError(v.line, v.name, "address initializers are not supported", self.mod.filename)
+            if dt.is_float:
+                b = np.asarray(val.value, dt.np_dtype).tobytes()
+            else:
+                b = int(val.value & ((1 << dt.bits) - 1)).to_bytes(dt.size, "little")
+            out[k * dt.size:(k + 1) * dt.size] = b
+        return bytes(out)
+
+    # ---------------------------------------------------------------- whole kernel
+    def run(self) -> Program:
+        entry = self.entry
+        args = self.args
+        if args is not None and len(args) != len(entry.params):
+            raise TypeError(f"kernel {entry.name} takes {len(entry.params)} arguments, got {len(args)}")
+        for i, p in enumerate(entry.params):
+            if p.dims or p.dtype not in T.BY_NAME:
+                raise PtxUnsupportedError(entry.line, p.name, "kernel parameters passed by value as byte arrays "
+                                          "(structs) are not supported", self.mod.filename)
+            a = args[i] if args is not None else None
+            is_arr = isinstance(a, np.ndarray) and a.ndim > 0 if a is not None else p.dtype in ("u64", "b64")
+            if is_arr:
+                dt = T.as_dtype(a.dtype) if a is not None else T.u8
+                self.params.append(Param(p.name, dt, True, None, i))
+            else:
+                self.params.append(Param(p.name, _dtype(p.dtype), False, None, i))
+        self.module_vars()
+        self.layout_shared()
+        self.layout_local()
+        if self.local_frame:
+            self.add_hidden("__local_frames", "local", frame=self.local_frame)
+        self.open_block(("$entry", 0))
+        ctx = _Ctx(entry, 0, {}, None, (entry.name,))
+        self.body(ctx)
+        if self.blocks[-1][2] is None:
+            self.blocks[-1][2] = (EXIT, None, None, False, None)
+        return self.build()
+
+    def build(self) -> Program:
+        index = {}
+        for i, b in enumerate(self.blocks):
+            index[b[0]] = i
+
+        def res(key):
+            while key in self.alias:
+                key = self.alias[key]
+            return index[key]
+
+        blocks = []
+        for i, (key, instrs, t) in enumerate(self.blocks):
+            kind = t[0]
+            if kind == BRANCH:
+                term = Terminator(BRANCH, target=res(t[1]), fallthrough=res(t[5]), pred=t[2], negate=t[3], instr=t[4])
+            elif kind in (FALL, JUMP):
+                term = Terminator(kind, target=res(t[1]), instr=t[4])
+            elif kind == BARRIER:
+                term = Terminator(BARRIER, target=i + 1, instr=t[4])
+            else:
+                term = Terminator(EXIT, instr=t[4])
+            blocks.append(Block(i, instrs, term))
+        prog = Program(self.entry.name, self.params, self.regs, blocks, self.shared, self.shared_bytes,
+                       self.mod.filename)
+        prog = finalize(prog)
+        prog.ptx_hidden = list(self.hidden)
+        prog.ptx_user_params = len(self.entry.params)
+        return prog
+
+    def body(self, ctx: _Ctx):
+        for st in ctx.fn.body:
+            if isinstance(st, ast.Label):
+                self.label((ctx.inst, st.name))
+            else:
+                self.instruction(st, ctx)
+
+    # ---------------------------------------------------------------- operands
+    def src(self, op, ctx, dt: Optional[T.DType], ins=None, loc=None):
+        if isinstance(op, ast.Reg):
+            return self.reg(ctx, op.name)
+        if isinstance(op, ast.Imm):
+            return self.imm(op, dt)
+        if isinstance(op, ast.SpecialReg):
+            r = self.temp(T.u32)
+            self.special(r, op, ins, loc)
+            return r
+        if isinstance(op, ast.Sym):
+            r = self.temp(T.u64 if dt is None or dt.bits == 64 else dt)
+            self.sym_address(r, op.name, ctx, ins, loc)
+            return r
+        self.fail(ins, f"operand {op!r} not supported here")
+
+    def imm(self, op: ast.Imm, dt: Optional[T.DType]):
+        dt = dt or (T.f64 if op.is_float else T.s64)
+        if op.is_float:
+            if dt.is_float:
+                return Imm(float(op.value), dt)
+            return Imm(_wrap(op.bits, dt), dt)
+        if dt.is_float:
+            # an integer literal in a float instruction is the bit pattern (PTX hex float forms aside)
+            return Imm(float(op.value), dt)
+        return Imm(_wrap(int(op.value), dt), dt)
+
+    def dst(self, op, ctx, ins):
+        if isinstance(op, ast.Reg):
+            return self.reg(ctx, op.name)
+        if isinstance(op, ast.Sink):
+            return self.temp(T.b32)
+        self.fail(ins, f"destination {op!r} not supported")
+
+    # ---------------------------------------------------------------- instructions
+    def instruction(self, ins: ast.Instruction, ctx: _Ctx):
+        loc = self.loc(ins)
+        op = ins.opcode
+        if op == "bra":
+            self.branch(ins, ctx, loc)
+            return
+        if op in ("ret", "exit"):
+            self.ret(ins, ctx, loc)
+            return
+        if op in ("bar", "barrier"):
+            self.barrier(ins, ctx, loc)
+            return
+        if op == "call":
+            self.call(ins, ctx, loc)
+            return
+        if op in _TENSOR:
+            self.fail(ins, "tensor-core instructions (wmma/mma/ldmatrix) are not yet supported by the PTX "
+                           "lowering (no tensor-op module registered)")
+        start = len(self.blocks[-1][1])
+        blk = self.blocks[-1]
+        self.lower_op(ins, ctx, loc)
+        if ins.pred is not None:
+            if self.blocks[-1] is not blk:
+                self.fail(ins, "predicated instruction that ends a block")
+            new = blk[1][start:]
+            del blk[1][start:]
+            p = self.reg(ctx, ins.pred.reg)
+            for inner in new:
+                blk[1].append(Instr("ptx.guard", inner.dst, (p,), (("inner", inner), ("negate", ins.pred.negated)),
+                                    inner.loc))
+
+    def branch(self, ins, ctx, loc):
+        tgt = ins.operands[0]
+        if not isinstance(tgt, ast.Sym):
+            self.fail(ins, "indirect branches are not supported")
+        key = (ctx.inst, tgt.name)
+        bi = Instr("bra", (), (), (("uni", "uni" in ins.modifiers),), loc)
+        if ins.pred is None:
+            self.terminate(JUMP, key, instr=bi)
+        else:
+            p = self.reg(ctx, ins.pred.reg)
+            bi = Instr("bra", (), (p,), (("negate", ins.pred.negated),), loc)
+            self.terminate(BRANCH, key, p, ins.pred.negated, bi)
+
+    def ret(self, ins, ctx, loc):
+        if ins.opcode == "exit" or ctx.ret_key is None:
+            ei = Instr("exit", (), (), (), loc)
+            if ins.pred is None:
+                self.terminate(EXIT, instr=ei)
+            else:
+                key = self.anon()
+                p = self.reg(ctx, ins.pred.reg)
+                self.terminate(BRANCH, key, p, ins.pred.negated, Instr("bra", (), (p,), (), loc))
+                cont = self.blocks[-1][0]
+                self.blocks[-1] = [key, [], (EXIT, None, None, False, ei)]
+                self.open_block(cont)
+            return
+        ri = Instr("ret", (), (), (), loc)
+        if ins.pred is None:
+            self.terminate(JUMP, ctx.ret_key, instr=ri)
+        else:
+            p = self.reg(ctx, ins.pred.reg)
+            self.terminate(BRANCH, ctx.ret_key, p, ins.pred.negated, ri)
+
+    def barrier(self, ins, ctx, loc):
+        mods = set(ins.modifiers) - {"aligned", "cta"}
+        ops = ins.operands
+        if mods != {"sync"} or ins.pred is not None or len(ops) != 1 or not isinstance(ops[0], ast.Imm) \
+                or ops[0].value != 0:
+            self.fail(ins, "only bar.sync 0 / barrier.sync 0 (all threads of the block, barrier 0, no count, "
+                           "not predicated) is supported")
+        self.terminate(BARRIER, instr=Instr("bar", (), (), (), loc))
+
+    def call(self, ins, ctx, loc):
+        rets, target, argl = ins.operands[:3]
+        if len(ins.operands) > 3 or not isinstance(target, ast.Sym):
+            self.fail(ins, "indirect calls are not supported")
+        if ins.pred is not None:
+            self.fail(ins, "predicated calls are not supported")
+        name = target.name
+        if name in ctx.chain:
+            self.fail(ins, f"recursive call of {name} (call chain {' -> '.join(ctx.chain + (name,))}): the "
+                           f"lowering inlines functions and cannot inline recursion")
+        try:
+            fn = self.mod.function(name)
+        except KeyError:
+            self.fail(ins, f"call of an undefined function {name}")
+        if not fn.has_body:
+            self.fail(ins, f"call of the external function {name} (no body in this module)")
+        bind = {}
+        for p, a in zip(fn.params, argl.items):
+            bind[p.name] = self.param_var(a, ctx, ins)
+        for p, a in zip(fn.return_params, rets.items):
+            bind[p.name] = self.param_var(a, ctx, ins)
+        self.n_inst += 1
+        cont = ("$ret", self.n_inst)
+        callee = _Ctx(fn, self.n_inst, bind, cont, ctx.chain + (name,))
+        self.body(callee)
+        if self.blocks[-1][2] is None:
+            self.blocks[-1][2] = (FALL, cont, None, False, None)
+        self.open_block(cont)
+
+    def param_var(self, a, ctx, ins) -> Reg:
+        """The register standing for a `.param` variable (call arguments and return values)."""
+        name = a.name if isinstance(a, (ast.Sym, ast.Reg)) else None
+        if name in ctx.bind:
+            return ctx.bind[name]
+        key = (ctx.fn.name, "param:" + str(name))
+        if key not in self.regmap:
+            v = ctx.vars.get(name)
+            if v is None or v.space != "param":
+                self.fail(ins, f"{name} is not a .param variable")
+            dt = self._edtype(v)
+            n = v.elements or 1
+            nbytes = n * dt.size
+            if nbytes not in (1, 2, 4, 8):
+                self.fail(ins, f".param {name} of {nbytes} bytes (aggregates passed by value) is not supported")
+            self.regmap[key] = self.new_reg(T.BY_NAME[f"b{nbytes * 8}"], name)
+        return self.regmap[key]
+
+    def sym_address(self, r: Reg, name: str, ctx: _Ctx, ins, loc, offset: int = 0):
+        if name in self.shared_of:
+            d = self.shared[self.shared_of[name]]
+            self.emit("mov", [r], [Imm(d.offset + offset, r.dtype)], loc, type=r.dtype.name)
+        elif name in self.hidden_of:
+            h = self.hidden_of[name]
+            if offset:
+                self.fail(ins, "address of a variable plus an offset")
+            self.emit("param", [r], [], loc, index=h.index)
+        elif (ctx.fn.name, name) in self.local_off:
+            h = self.hidden_of["__local_frames"]
+            self.emit("ptx.localaddr", [r], [], loc, array=h.index, frame=h.frame,
+                      offset=self.local_off[(ctx.fn.name, name)] + offset)
+        else:
+            self.fail(ins, f"address of {name} (not a shared, const, global or local variable)")
+
+    def special(self, r: Reg, op: ast.SpecialReg, ins, loc):
+        name = op.name.lstrip("%")
+        if name in _SREG:
+            self.emit("sreg", [r], [], loc, name=f"{name}.{op.component or 'x'}")
+        elif name in ("laneid", "warpid"):
+            self.emit("sreg", [r], [], loc, name=name)
+        elif name.startswith("lanemask_") or name in ("nwarpid", "smid", "nsmid", "gridid", "clock", "clock64",
+                                                     "clock_hi", "globaltimer", "globaltimer_lo", "globaltimer_hi"):
+            self.emit("ptx.sreg", [r], [], loc, name=name)
+        elif name in ("dynamic_smem_size", "total_smem_size", "aggr_smem_size"):
+            v = self.dynamic_smem if name == "dynamic_smem_size" else self.shared_bytes
+            self.emit("ptx.sreg", [r], [], loc, name=name, value=v)
+        else:
+            self.fail(ins, f"special register %{name} not supported")
+
+    # ---------------------------------------------------------------- one instruction
+    def lower_op(self, ins: ast.Instruction, ctx: _Ctx, loc):  # noqa: C901 - one table of cases
+        op, mods, types = ins.opcode, set(ins.modifiers), ins.types
+        ops = ins.operands
+        t = _dtype(types[-1]) if types and types[-1] in T.BY_NAME else None
+        ttxt = types[-1] if types else None
+
+        def S(k, dt=None):
+            return self.src(ops[k], ctx, dt if dt is not None else t, ins, loc)
+
+        def D(k):
+            return self.dst(ops[k], ctx, ins)
+
+        if op in ("membar", "fence", "nanosleep", "bar.warp.sync", "cp.async.commit_group", "cp.async.wait_group",
+                  "cp.async.wait_all", "griddepcontrol", "prefetch", "prefetchu"):
+            self.emit("ptx.nop", (), (), loc)
+            return
+        if op == "mov":
+            self.mov(ins, ctx, loc, t)
+            return
+        if op == "cvta":
+            a = ops[1]
+            if isinstance(a, ast.Sym):
+                self.sym_address(D(0), a.name, ctx, ins, loc)
+            else:
+                self.emit("mov", [D(0)], [S(1)], loc, type=ttxt)
+            return
+        if op in ("ld", "ldu", "st"):
+            self.memory(ins, ctx, loc)
+            return
+        if op in ("atom", "red"):
+            self.atomic(ins, ctx, loc)
+            return
+        if op == "cp.async":
+            self.cp_async(ins, ctx, loc)
+            return
+        if ttxt in ("f16x2", "bf16x2"):
+            if op not in ("add", "sub", "mul", "fma", "min", "max", "neg", "abs"):
+                self.fail(ins, f"{op}.{ttxt} not supported")
+            rnd = next((m for m in ins.modifiers if m in _ROUND), None)
+            self.emit("ptx.x2", [D(0)], [S(k, T.b32) for k in range(1, len(ops))], loc, fn=op, half=ttxt[:-2],
+                      rnd=rnd, relu="relu" in mods, sat="sat" in mods, nan="NaN" in mods)
+            return
+        if op in ("add", "sub", "mul", "mad", "fma", "div"):
+            self.arith(ins, ctx, loc, t, S, D)
+            return
+        if op in ("rcp", "sqrt"):
+            rnd = next((m for m in ins.modifiers if m in _ROUND), None)
+            if t == T.f32 and rnd not in (None, "rn"):
+                self.emit("ptx.farith", [D(0)], [S(1)], loc, type="f32", fn=op, rnd=rnd)
+            else:
+                self.emit(op, [D(0)], [S(1)], loc, type=ttxt)
+            return
+        if op in ("rsqrt", "lg2", "sin", "cos"):
+            self.emit(op, [D(0)], [S(1)], loc, type=ttxt)
+            return
+        if op in ("ex2", "tanh"):
+            if op == "ex2" and t in (T.f32, T.f64):
+                self.emit("ex2", [D(0)], [S(1)], loc, type=ttxt)
+            else:
+                self.emit("ptx.funary", [D(0)], [S(1)], loc, type=ttxt, fn=op)
+            return
+        if op in ("min", "max"):
+            if {"xorsign", "abs"} & mods:
+                self.fail(ins, f"{op}.xorsign/.abs not supported")
+            if "NaN" in mods or "relu" in mods:
+                self.emit("ptx.minmax", [D(0)], [S(1), S(2)], loc, type=ttxt, fn=op, nan="NaN" in mods,
+                          relu="relu" in mods)
+            else:
+                self.emit(op, [D(0)], [S(1), S(2)], loc, type=ttxt)
+            return
+        if op in ("neg", "abs", "not", "rem", "and", "or", "xor", "shl", "shr"):
+            self.emit(op, [D(0)], [S(k, T.u32 if op in ("shl", "shr") and k == 2 else None)
+                                   for k in range(1, len(ops))], loc, type=ttxt)
+            return
+        if op in ("setp", "set"):
+            self.setp(ins, ctx, loc)
+            return
+        if op == "selp":
+            self.emit("selp", [D(0)], [S(1), S(2), S(3, T.pred)], loc, type=ttxt)
+            return
+        if op == "slct":
+            self.fail(ins, "slct not supported")
+        if op == "cvt":
+            self.cvt(ins, ctx, loc, S, D)
+            return
+        if op in ("popc", "clz", "brev", "cnot"):
+            self.emit("ptx." + op, [D(0)], [S(1)], loc, type=ttxt)
+            return
+        if op in ("bfe", "bfi"):
+            n = 3 if op == "bfe" else 4
+            srcs = [S(1)] + ([S(2)] if op == "bfi" else []) + [S(k, T.u32) for k in range(n - 1, n + 1)]
+            self.emit("ptx." + op, [D(0)], srcs, loc, type=ttxt)
+            return
+        if op == "bfind":
+            self.emit("ptx.bfind", [D(0)], [S(1)], loc, type=ttxt, shiftamt="shiftamt" in mods)
+            return
+        if op == "prmt":
+            if mods - {"b32"}:
+                self.fail(ins, "prmt modes other than the default are not supported")
+            self.emit("ptx.prmt", [D(0)], [S(1), S(2), S(3)], loc, type="b32")
+            return
+        if op == "lop3":
+            lut = ops[4]
+            if not isinstance(lut, ast.Imm):
+                self.fail(ins, "lop3 with a non-immediate truth table")
+            self.emit("ptx.lop3", [D(0)], [S(1), S(2), S(3)], loc, type="b32", lut=int(lut.value) & 0xFF)
+            return
+        if op == "shf":
+            self.emit("ptx.shf", [D(0)], [S(1, T.u32), S(2, T.u32), S(3, T.u32)], loc,
+                      dir="l" if "l" in mods else "r", mode="wrap" if "wrap" in mods else "clamp")
+            return
+        if op in ("mul24", "mad24"):
+            if "sat" in mods:
+                self.fail(ins, "mad24.sat not supported")
+            self.emit("ptx.mul24", [D(0)], [S(k) for k in range(1, len(ops))], loc, type=ttxt, hi="hi" in mods)
+            return
+        if op == "sad":
+            self.emit("ptx.sad", [D(0)], [S(1), S(2), S(3)], loc, type=ttxt)
+            return
+        if op in ("dp4a", "dp2a"):
+            self.emit("ptx.dp4a", [D(0)], [S(1, T.u32), S(2, T.u32), S(3, T.u32)], loc, atype=types[0],
+                      btype=types[1], n=4 if op == "dp4a" else 2, hi="hi" in mods)
+            return
+        if op == "copysign":
+            self.emit("ptx.copysign", [D(0)], [S(1), S(2)], loc, type=ttxt)
+            return
+        if op == "testp":
+            test = next(m for m in ins.modifiers if m not in T.BY_NAME)
+            self.emit("ptx.testp", [D(0)], [S(1)], loc, type=ttxt, test=test)
+            return
+        if op == "activemask":
+            self.emit("ptx.activemask", [D(0)], [], loc)
+            return
+        if op == "vote":
+            self.vote(ins, ctx, loc)
+            return
+        if op == "shfl":
+            self.shfl(ins, ctx, loc)
+            return
+        self.fail(ins, "instruction not supported by the PTX lowering")
+
+    # ---------------------------------------------------------------- families
+    def mov(self, ins, ctx, loc, t):
+        d, s = ins.operands[0], ins.operands[1]
+        ttxt = ins.types[-1]
+        if isinstance(d, ast.Vec):
+            src = self.src(s, ctx, t, ins, loc)
+            slots = [k for k, e in enumerate(d.elems) if not isinstance(e, ast.Sink)]
+            dsts = [self.dst(d.elems[k], ctx, ins) for k in slots]
+            self.emit("ptx.unpack", dsts, [src], loc, type=ttxt, n=len(d.elems), slots=tuple(slots))
+            return
+        if isinstance(s, ast.Vec):
+            part = T.BY_NAME[f"b{t.bits // len(s.elems)}"]
+            self.emit("ptx.pack", [self.dst(d, ctx, ins)], [self.src(e, ctx, part, ins, loc) for e in s.elems], loc,
+                      type=ttxt)
+            return
+        r = self.dst(d, ctx, ins)
+        if isinstance(s, ast.SpecialReg):
+            self.special(r, s, ins, loc)
+        elif isinstance(s, ast.Sym):
+            self.sym_address(r, s.name, ctx, ins, loc)
+        else:
+            self.emit("mov", [r], [self.src(s, ctx, t, ins, loc)], loc, type=ttxt)
+
+    def arith(self, ins, ctx, loc, t, S, D):
+        op, mods = ins.opcode, set(ins.modifiers)
+        ttxt = ins.types[-1]
+        n = len(ins.operands)
+        if "cc" in mods:
+            self.fail(ins, "carry (.cc) arithmetic is not supported")
+        if t.is_int:
+            if "hi" in mods:
+                self.emit("ptx.mul.hi", [D(0)], [S(k) for k in range(1, n)], loc, type=ttxt)
+            elif "wide" in mods:
+                wt = T.BY_NAME[("s" if t.is_signed else "u") + str(2 * t.bits)]
+                srcs = [S(1), S(2)] + ([S(3, wt)] if n > 3 else [])
+                self.emit("ptx.mul.wide", [D(0)], srcs, loc, type=ttxt)
+            elif "sat" in mods:
+                self.emit("ptx.sat", [D(0)], [S(k) for k in range(1, n)], loc, type=ttxt, fn=op)
+            else:
+                self.emit(op, [D(0)], [S(k) for k in range(1, n)], loc, type=ttxt)
+            return
+        rnd = next((m for m in ins.modifiers if m in _ROUND), None)
+        if op == "mad":
+            op = "fma"  # mad.f32 / mad.rn.f32 is fma on sm_20 and later
+        if op == "div" and t == T.f32 and rnd is None:
+            rnd = "rn"  # div.approx / div.full: computed correctly rounded (documented deviation)
+        special = (rnd not in (None, "rn") and t != T.f64) or "sat" in mods or "relu" in mods
+        if special:
+            self.emit("ptx.farith", [D(0)], [S(k) for k in range(1, n)], loc, type=ttxt, fn=op, rnd=rnd,
+                      sat="sat" in mods, relu="relu" in mods)
+        else:
+            self.emit(op, [D(0)], [S(k) for k in range(1, n)], loc, type=ttxt)
+
+    def setp(self, ins, ctx, loc):
+        ops = ins.operands
+        types = ins.types
+        st = _dtype(types[-1])
+        cmp = next(m for m in ins.modifiers if m in _CMPS)
+        comb = next((m for m in ins.modifiers if m in ("and", "or", "xor")), None)
+        d0 = ops[0]
+        dsts = [self.dst(d0.first, ctx, ins), self.dst(d0.second, ctx, ins)] if isinstance(d0, ast.RegPair) \
+            else [self.dst(d0, ctx, ins)]
+        srcs = [self.src(ops[1], ctx, st, ins, loc), self.src(ops[2], ctx, st, ins, loc)]
+        cneg = False
+        if comb:
+            c = ops[3]
+            if isinstance(c, ast.NotPred):
+                cneg, c = True, c.reg
+            srcs.append(self.src(c, ctx, T.pred, ins, loc))
+        setty = types[0] if ins.opcode == "set" else None
+        if not comb and not setty and len(dsts) == 1:
+            self.emit("setp", dsts, srcs, loc, type=st.name, cmp=cmp)
+        else:
+            self.emit("ptx.setp", dsts, srcs, loc, type=st.name, cmp=cmp, combine=comb, cneg=cneg, set=setty)
+
+    def cvt(self, ins, ctx, loc, S, D):
+        dt, stt = ins.types[0], ins.types[1]
+        if dt not in T.BY_NAME or stt not in T.BY_NAME:
+            self.fail(ins, f"cvt between {dt} and {stt} not supported")
+        mods = set(ins.modifiers)
+        rnd = next((m for m in ins.modifiers if m in _ROUND | _IROUND), None)
+        if {"rna", "rs", "satfinite"} & mods:
+            self.fail(ins, "cvt .rna/.rs/.satfinite not supported")
+        self.emit("ptx.cvt", [D(0)], [S(1, _dtype(stt))], loc, type=stt, to=dt, rnd=rnd, sat="sat" in mods,
+                  relu="relu" in mods)
+
+    def vote(self, ins, ctx, loc):
+        ops = ins.operands
+        mode = next(m for m in ins.modifiers if m in ("all", "any", "uni", "ballot"))
+        p = ops[1]
+        neg = False
+        if isinstance(p, ast.NotPred):
+            neg, p = True, p.reg
+        mm = ops[2] if len(ops) > 2 else ast.Imm(-1, False, "-1")
+        d = self.dst(ops[0], ctx, ins)
+        self.emit("ptx.vote", [d], [self.src(p, ctx, T.pred, ins, loc), self.src(mm, ctx, T.u32, ins, loc)], loc,
+                  mode=mode, negate=neg)
+
+    def shfl(self, ins, ctx, loc):
+        ops = ins.operands
+        mode = next(m for m in ins.modifiers if m in ("up", "down", "bfly", "idx"))
+        d0 = ops[0]
+        dsts = [self.dst(d0.first, ctx, ins), self.dst(d0.second, ctx, ins)] if isinstance(d0, ast.RegPair) \
+            else [self.dst(d0, ctx, ins)]
+        srcs = [self.src(ops[k], ctx, T.b32, ins, loc) for k in (1, 2, 3)]
+        self.emit("ptx.shfl", dsts, srcs, loc, mode=mode)
+
+    # ---------------------------------------------------------------- memory
+    def address(self, a: ast.Addr, ctx, ins, loc, space):
+        """(src operand, attrs) of a memory operand."""
+        if not isinstance(a, ast.Addr):
+            self.fail(ins, "memory operand form not supported")
+        base = a.base
+        if base is None:
+            return Imm(a.offset, T.u64), {"offset": 0}
+        if isinstance(base, ast.Reg):
+            return self.reg(ctx, base.name), {"offset": a.offset}
+        name = base.name
+        if name in self.shared_of and space in ("shared", "generic"):
+            if space == "generic":
+                self.fail(ins, "generic access to a shared variable by name")
+            return Imm(0, T.u32), {"offset": a.offset, "array": self.shared_of[name]}
+        if name in self.hidden_of and space in ("const", "global", "generic"):
+            return Imm(0, T.u32), {"offset": a.offset, "array": self.hidden_of[name].index}
+        if (ctx.fn.name, name) in self.local_off:
+            r = self.temp(T.u64)
+            self.sym_address(r, name, ctx, ins, loc)
+            return r, {"offset": a.offset}
+        self.fail(ins, f"address of {name} not supported in .{space}")
+
+    def memory(self, ins, ctx, loc):
+        ops = ins.operands
+        op = "st" if ins.opcode == "st" else "ld"
+        space = ins.space or "generic"
+        ty = ins.types[-1]
+        if ty not in T.BY_NAME:
+            self.fail(ins, f"memory type .{ty} not supported")
+        t = _dtype(ty)
+        vec = ins.vector
+        if space == "param":
+            self.param_access(ins, ctx, loc, op, t)
+            return
+        addr_op = ops[0] if op == "st" else ops[1]
+        val_op = ops[1] if op == "st" else ops[0]
+        src0, attrs = self.address(addr_op, ctx, ins, loc, space)
+        vals = list(val_op.elems) if isinstance(val_op, ast.Vec) else [val_op]
+        if len(vals) != vec:
+            self.fail(ins, "vector width does not match the operand")
+        if space == "local":
+            h = self.hidden_of["__local_frames"]
+            if op == "ld":
+                self.emit("ptx.local", [self.dst(v, ctx, ins) for v in vals], [src0], loc, kind="ld", type=ty,
+                          vec=vec, array=h.index, frame=h.frame, offset=attrs["offset"])
+            else:
+                self.emit("ptx.local", (), [src0] + [self.src(v, ctx, t, ins, loc) for v in vals], loc, kind="st",
+                          type=ty, vec=vec, array=h.index, frame=h.frame, offset=attrs["offset"])
+            return
+        if space == "tex":
+            self.fail(ins, "texture memory not supported")
+        attrs = dict(attrs, space=space, type=ty, vec=vec)
+        if op == "ld":
+            self.emit("ld", [self.dst(v, ctx, ins) for v in vals], [src0], loc, **attrs)
+        else:
+            self.emit("st", (), [src0] + [self.src(v, ctx, t, ins, loc) for v in vals], loc, **attrs)
+
+    def param_access(self, ins, ctx, loc, op, t):
+        ops = ins.operands
+        a = ops[1] if op == "ld" else ops[0]
+        if not isinstance(a, ast.Addr) or not isinstance(a.base, ast.Sym) or a.offset != 0 or ins.vector != 1:
+            self.fail(ins, "parameter access other than a whole scalar parameter is not supported")
+        name = a.base.name
+        if ctx.inst == 0 and op == "ld" and name in [p.name for p in self.entry.params]:
+            k = [p.name for p in self.entry.params].index(name)
+            self.emit("param", [self.dst(ops[0], ctx, ins)], [], loc, index=k)
+            return
+        r = self.param_var(a.base, ctx, ins)
+        if op == "ld":
+            self.emit("mov", [self.dst(ops[0], ctx, ins)], [r], loc, type=t.name)
+        else:
+            self.emit("mov", [r], [self.src(ops[1], ctx, t, ins, loc)], loc, type=t.name)
+
+    def atomic(self, ins, ctx, loc):
+        ops = ins.operands
+        mods = ins.modifiers
+        aop = next((m for m in mods if m in ("add", "min", "max", "exch", "cas", "and", "or", "xor", "inc", "dec")),
+                   None)
+        ty = ins.types[-1]
+        t = _dtype(ty)
+        if aop in ("inc", "dec") or t.size != 4 or ins.vector != 1:
+            self.fail(ins, "atomics: only 32-bit add/min/max/exch/cas/and/or/xor are supported")
+        if aop in ("min", "max") and t.is_float:
+            self.fail(ins, "floating-point atomic min/max not supported")
+        space = ins.space or "generic"
+        if ins.opcode == "red":
+            dst, rest = [], ops
+        else:
+            dst, rest = [self.dst(ops[0], ctx, ins)], ops[1:]
+        src0, attrs = self.address(rest[0], ctx, ins, loc, space)
+        if space == "local":
+            self.fail(ins, "atomics on local memory are not supported")
+        attrs = dict(attrs, space=space, type=ty, aop=aop)
+        self.emit("atom", dst, [src0] + [self.src(v, ctx, t, ins, loc) for v in rest[1:]], loc, **attrs)
+
+    def cp_async(self, ins, ctx, loc):
+        ops = ins.operands
+        size = ops[2]
+        same = len(ops) == 4 and isinstance(ops[3], ast.Imm) and isinstance(size, ast.Imm) and ops[3].value == size.value
+        if not isinstance(size, ast.Imm) or size.value not in (4, 8, 16) or (len(ops) > 3 and not same):
+            self.fail(ins, "cp.async with a source size or cache policy operand is not supported")
+        n = int(size.value)
+        vec = n // 4
+        temps = [self.temp(T.b32) for _ in range(vec)]
+        gsrc, gattrs = self.address(ops[1], ctx, ins, loc, "global")
+        self.emit("ld", temps, [gsrc], loc, **dict(gattrs, space="global", type="b32", vec=vec))
+        ssrc, sattrs = self.address(ops[0], ctx, ins, loc, "shared")
+        self.emit("st", (), [ssrc] + temps, loc, **dict(sattrs, space="shared", type="b32", vec=vec))
+
+
+def _signature(args):
+    if args is None:
+        return None
+    out = []
+    for a in args:
+        if isinstance(a, np.ndarray) and a.ndim > 0:
+            out.append(("arr", str(a.dtype)))
+        else:
+            out.append(("scalar",))
+    return tuple(out)
+
+
+_CACHE: dict = {}
+
+
+def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None, dynamic_smem: int = 0,
+          check: bool = True) -> Program:
+    """Lower entry `kernel` of a PTX module (an `ast.Module` or PTX text) to a `Program`.
+
+    args: the launch arguments, used only to decide which parameters are pointers (numpy arrays with at
+    least one dimension) and their element types; without them every .u64/.b64 parameter is a pointer to
+    bytes (u8). dynamic_smem: bytes of `.extern .shared` memory. Lowered programs are cached by module,
+    kernel, argument kinds and dynamic shared-memory size, so repeated launches reuse compiled machines.
+    """
+    if isinstance(module, str):
+        module = parse(module)
+    if check:
+        check_supported(module)
+    if kernel is None:
+        if len(module.entries) != 1:
+            raise ValueError(f"{module.filename}: {len(module.entries)} kernels; name one of "
+                             f"{[e.name for e in module.entries]}")
+        kernel = module.entries[0].name
+    key = (id(module), kernel, _signature(args), int(dynamic_smem))
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is module:
+        return hit[1]
+    try:
+        entry = module.function(kernel)
+    except KeyError:
+        raise ValueError(f"{module.filename}: no kernel named {kernel!r}; entries: "
+                         f"{[e.name for e in module.entries]}") from None
+    if not entry.is_entry:
+        raise ValueError(f"{kernel} is a .func, not a kernel (.entry)")
+    prog = _Lowerer(module, entry, None if args is None else list(args), dynamic_smem).run()
+    _CACHE[key] = (module, prog)
+    return prog
+
+
+def hidden_arrays(prog: Program, grid, block) -> list:
+    """The hidden array arguments of a lowered program for a launch of `grid` x `block` threads."""
+    out = []
+    g = np.prod([int(v) for v in (list(grid) + [1, 1])[:3]])
+    b = np.prod([int(v) for v in (list(block) + [1, 1])[:3]])
+    for h in getattr(prog, "ptx_hidden", []):
+        if h.kind == "local":
+            out.append(np.zeros(int(g * b) * h.frame, np.uint8))
+        else:
+            out.append(np.frombuffer(h.data, np.uint8).copy() if h.data else np.zeros(1, np.uint8))
+    return out
+
+
+_ = struct
