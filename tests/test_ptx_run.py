@@ -164,7 +164,7 @@ def test_double_precision():
 
 
 def test_dynamic_shared():
-    n = 250
+    n = 256  # the kernel is only in bounds for whole blocks
     a = np.arange(n, dtype=np.int32) * 3
     out = np.zeros(n, np.int32)
     r = run("dynamic_shared", "dynamic_shared", 2, 128, [a, out, n], dynamic_smem=128 * 4)
@@ -208,3 +208,45 @@ def test_local_memory_array():
             acc = np.float32(acc + tmp[idx[(i * 8 + k) % n] & 31])
         ref[i] = acc
     np.testing.assert_allclose(r.outputs["local_array_param_2"], ref, rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- memory counters vs the H200 fixture
+MICRO = os.path.join(ROOT, "kernels", "ptx")
+EXACT = ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+         "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
+BUF = (1 << 20) // 4
+
+
+def _h200(kernel):
+    from jaxsimt import fixtures
+    return fixtures.ncu_metrics("h200")[kernel]
+
+
+# (fixture kernel, PTX file, entry, grid, block, args builder, dynamic shared memory)
+MICRO_CASES = [
+    ("glob_ld_stride1", "micro_global", "_Z9glob_loadIf7PStrideEvPT_Pfi", 4, 128,
+     lambda: [np.ones(BUF, np.float32), np.zeros(512, np.float32), 1], 0),
+    ("glob_ld_stride32", "micro_global", "_Z9glob_loadIf7PStrideEvPT_Pfi", 4, 128,
+     lambda: [np.ones(BUF, np.float32), np.zeros(512, np.float32), 32], 0),
+    ("glob_st_offset1", "micro_global", "_Z10glob_storeIf7POffsetEvPT_i", 4, 128,
+     lambda: [np.zeros(BUF, np.float32), 1], 0),
+    ("glob_ld_elem_16B_float4", "micro_global", "_Z9glob_loadI6float47POffsetEvPT_Pfi", 4, 128,
+     lambda: [np.ones(BUF, np.float32), np.zeros(512, np.float32), 0], 0),
+    ("smem_stride_s2", "micro_shared", "_Z12smem_patternIf7PStrideEvPT_i", 2, 128,
+     lambda: [np.zeros(256, np.float32), 2], 1024),
+    ("smem_stride_s4", "micro_shared", "_Z12smem_patternIf7PStrideEvPT_i", 2, 128,
+     lambda: [np.zeros(256, np.float32), 4], 2048),
+]
+
+
+@pytest.mark.parametrize("case", MICRO_CASES, ids=[c[0] for c in MICRO_CASES])
+def test_micro_counters_equal_h200(case):
+    name, prog, entry, grid, block, args, dyn = case
+    r = P.launch(os.path.join(MICRO, prog + ".ptx"), entry, grid, block, args(), dynamic_smem=dyn)
+    hw = _h200(name)
+    got = {m: int(r.stats[m]) for m in EXACT}
+    want = {m: int(hw[m]) for m in EXACT}
+    assert got == want

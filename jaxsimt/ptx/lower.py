@@ -109,8 +109,9 @@ class _Lowerer:
     def source_line(self, path: str, line: int) -> str:
         if path not in self.src_cache:
             lines = None
-            for cand in (path, os.path.join(self.base_dir, path),
-                         os.path.join(self.base_dir, "src", os.path.basename(path))):
+            ups = [self.base_dir, os.path.dirname(self.base_dir), os.path.dirname(os.path.dirname(self.base_dir))]
+            for cand in [path] + [os.path.join(u, path) for u in ups] + [
+                    os.path.join(self.base_dir, "src", os.path.basename(path))]:
                 try:
                     with open(cand, encoding="utf-8", errors="replace") as f:
                         lines = f.read().split("\n")
