@@ -134,7 +134,7 @@ def _machine(prog: Program, geo: Geometry, layout: Layout, options: Options) -> 
 def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch] = "h200", *,
            regs: Optional[int] = None, max_steps: int = 2_000_000, stack_depth: int = 16,
            blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True,
-           counters: bool = True) -> LaunchResult:
+           counters: bool = True, optimize: Optional[bool] = None) -> LaunchResult:
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
     parameters, Python/numpy scalars for the others) on architecture `arch`.
 
@@ -142,7 +142,9 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     each warp's reconvergence stack; blocks_per_wave: blocks emulated at once (default: as many as fit in
     ~0.5M threads); trace: record the schedule step by step (small launches); jit: compile (True) or run
     op by op (False; same results and counters, for debugging); counters: run the memory model on every
-    global and shared access (requests, sectors, wavefronts, bank conflicts).
+    global and shared access (requests, sectors, wavefronts, bank conflicts); optimize: compile with full
+    backend optimisation (default: only for launches of more than 32K threads, where run time dominates;
+    small launches compile ~3x faster without it).
     """
     prog = _program_of(kernel)
     arch = get_arch(arch)
@@ -175,8 +177,10 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     geo = Geometry(block, arch.warp_size, cpw, stack_depth)
     bases, sizes, words = _layout(prog, arrays, arch)
     layout = Layout(words, -(-prog.shared_bytes // 4))
+    if optimize is None:
+        optimize = cpw * wpb * arch.warp_size > 32768
     options = Options(max_steps=max_steps, trace_steps=max_steps if trace else 0,
-                      arch=arch if counters else None)
+                      arch=arch if counters else None, optimize=bool(optimize))
 
     gmem = np.zeros(words * 4, np.uint8)
     for p in prog.params:

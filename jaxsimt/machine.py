@@ -97,6 +97,7 @@ class Options(NamedTuple):
     max_steps: int
     trace_steps: int  # 0: no trace
     arch: Optional[object] = None  # the Arch whose memory model counts requests/sectors/wavefronts
+    optimize: bool = True  # full XLA backend optimisation (slower compile, ~2x faster run)
 
 
 # Block terminator kinds as integers (tables indexed by the running block)
@@ -329,7 +330,17 @@ class Machine:
         self.t_fall = jnp.asarray([t.fallthrough for t in terms], jnp.int32)
         self.t_reconv = jnp.asarray([t.reconv for t in terms], jnp.int32)
         self.t_pc = jnp.asarray([pc0 + len(b.instrs) for b, (pc0, _) in zip(program.blocks, self.block_pcs)], jnp.int32)
-        self.run_wave = jax.jit(self._run_wave, donate_argnums=(0,))
+        self._jitted = jax.jit(self._run_wave, donate_argnums=(0,))
+        self._compiled = None
+
+    def run_wave(self, gmem, counters, wave, dyn: Dyn, zero):
+        """Run one wave (compiled on first use). Returns (gmem, counters, fault, steps, trace, top pcs)."""
+        if not jax.config.jax_disable_jit:
+            if self._compiled is None:
+                opts = {} if self.options.optimize else {"xla_backend_optimization_level": 0}
+                self._compiled = self._jitted.lower(gmem, counters, wave, dyn, zero).compile(compiler_options=opts)
+            return self._compiled(gmem, counters, wave, dyn, zero)
+        return self._run_wave(gmem, counters, wave, dyn, zero)
 
     # -- memory counters --
     def count_memory(self, mem, pc: int, op: str, name: str, addr, nbytes: int, ok):
