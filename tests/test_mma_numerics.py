@@ -12,6 +12,9 @@ from jaxsimt import mma as M
 from jaxsimt.mma import numerics as N
 
 F16, BF16 = jnp.float16, jnp.bfloat16
+# the only parameter sets besides the fitted one (each set is one more compilation of the model)
+OTHER = M.H200.replace(extra_bits=1, zero_sign="ieee")
+AMPERE_LIKE = M.H200.replace(group_f16=8, extra_bits=0, f32_rounding="rne")
 
 
 def f32_bits(x):
@@ -61,8 +64,13 @@ def test_grad_through_ieee_and_hardware():
     a = jnp.asarray(rng.standard_normal((16, 16)), F16)
     b = jnp.asarray(rng.standard_normal((16, 8)), F16)
     c = jnp.asarray(rng.standard_normal((16, 8)), jnp.float32)
-    for mode in ("ieee", "hardware"):
-        ga, gb, gc = jax.grad(lambda a, b, c: M.mma(a, b, c, mode=mode).sum(), argnums=(0, 1, 2))(a, b, c)
+
+    @jax.jit  # one compilation for both modes
+    def grads(a, b, c):
+        return [jax.grad(lambda a, b, c: M.mma(a, b, c, mode=mode).sum(), argnums=(0, 1, 2))(a, b, c)
+                for mode in ("ieee", "hardware")]
+
+    for ga, gb, gc in grads(a, b, c):
         assert all(np.isfinite(np.asarray(g, np.float32)).all() for g in (ga, gb, gc))
         np.testing.assert_allclose(np.asarray(ga, np.float32),
                                    np.broadcast_to(np.asarray(b, np.float32).sum(1), (16, 16)), rtol=1e-2)
@@ -70,21 +78,23 @@ def test_grad_through_ieee_and_hardware():
 
 
 def test_vmap_and_jit_agree_with_batch():
+    # the eager call runs the numpy-fed kernel; the jitted vmaps trace the same model (one compilation)
     rng = np.random.default_rng(10)
     a = jnp.asarray(rng.standard_normal((3, 16, 16)), F16)
     b = jnp.asarray(rng.standard_normal((3, 16, 8)), F16)
     c = jnp.asarray(rng.standard_normal((3, 16, 8)), jnp.float32)
     batched = M.mma(a, b, c)
-    vmapped = jax.vmap(lambda a, b, c: M.mma(a, b, c))(a, b, c)
-    jitted = jax.jit(lambda a, b, c: M.mma(a, b, c))(a, b, c)
-    with jax.disable_jit():
-        eager = M.mma(a, b, c)
-    for x in (vmapped, jitted, eager):
+
+    @jax.jit
+    def traced(a, b, c):
+        vmapped = jax.vmap(lambda a, b, c: M.mma(a, b, c))(a, b, c)
+        frag = jax.vmap(lambda a, b, c: M.mma_sync(a, b, c))(
+            M.fragment_from_tile(a, "a", "m16n8k16"), M.fragment_from_tile(b, "b", "m16n8k16"),
+            M.fragment_from_tile(c, "c", "m16n8k16"))
+        return vmapped, M.tile_from_fragment(frag, "d", "m16n8k16")
+
+    for x in traced(a, b, c):
         assert np.array_equal(f32_bits(x), f32_bits(batched))
-    frag = jax.vmap(lambda a, b, c: M.mma_sync(a, b, c))(
-        M.fragment_from_tile(a, "a", "m16n8k16"), M.fragment_from_tile(b, "b", "m16n8k16"),
-        M.fragment_from_tile(c, "c", "m16n8k16"))
-    assert np.array_equal(f32_bits(M.tile_from_fragment(frag, "d", "m16n8k16")), f32_bits(batched))
 
 
 # --- hardware mode: hand cases -----------------------------------------------------------------------------
@@ -114,7 +124,7 @@ def test_cancellation_truncates_where_rn_rounds_up():
     ie = np.asarray(M.mma(a, b, c, mode="ieee"))[0, 0]
     assert ie == np.float32(1.0)
     assert hw == np.float32(1 - 2.0 ** -24)
-    assert np.asarray(M.mma(a, b, c, params=M.H200.replace(f32_rounding="rne")))[0, 0] == 1.0
+    assert np.asarray(M.mma(a, b, c, params=AMPERE_LIKE))[0, 0] == 1.0
 
 
 def test_large_c_truncates_small_product():
@@ -130,12 +140,11 @@ def test_extra_bits_and_grouping():
     b = jnp.full((16, 8), 2.0 ** -13, F16)
     c = jnp.ones((16, 8), jnp.float32)
     assert np.asarray(M.mma(a, b, c))[0, 0] == np.float32(1 + 2.0 ** -21)
-    assert np.asarray(M.mma(a, b, c, params=M.H200.replace(extra_bits=0)))[0, 0] == 1.0
     assert np.asarray(M.mma(a, b, c, mode="ieee"))[0, 0] == 1.0
-    # groups of 4: each block adds 4 * 2^-25 = 2^-23 exactly, still 1 + 2^-21 overall
-    assert np.asarray(M.mma(a, b, c, params=M.H200.replace(group_f16=4)))[0, 0] == np.float32(1 + 2.0 ** -21)
-    # one extra bit: 2^-25 falls below the window (2^-24) and is cut in every group
-    assert np.asarray(M.mma(a, b, c, params=M.H200.replace(extra_bits=1)))[0, 0] == 1.0
+    # one extra bit: 2^-25 falls below the window (2^-24) and is cut
+    assert np.asarray(M.mma(a, b, c, params=OTHER))[0, 0] == 1.0
+    # groups of 8 without extra bits (rounding to nearest): each block cuts its products again
+    assert np.asarray(M.mma(a, b, c, params=AMPERE_LIKE))[0, 0] == 1.0
 
 
 def test_specials_and_signed_zeros():
@@ -145,7 +154,7 @@ def test_specials_and_signed_zeros():
     c = c.at[:].set(-0.0)
     d = np.asarray(M.mma(a, b, c))
     assert not np.any(np.signbit(d)) and np.all(d == 0)  # every addend is -0: the H200 still writes +0
-    d = np.asarray(M.mma(a, b, c, params=M.H200.replace(zero_sign="ieee")))
+    d = np.asarray(M.mma(a, b, c, params=OTHER))
     assert np.all(np.signbit(d)) and np.all(d == 0)
     d = np.asarray(M.mma(a, b, jnp.zeros_like(c)))
     assert not np.any(np.signbit(d))
@@ -201,7 +210,7 @@ def reference_element(a_row, b_col, c, itype, params, acc="f32"):
 
 @pytest.mark.parametrize("itype,shape,params", [
     ("f16", "m16n8k16", M.H200), ("bf16", "m16n8k16", M.H200), ("tf32", "m16n8k8", M.H200),
-    ("f16", "m16n8k16", M.H200.replace(group_f16=8, extra_bits=0, f32_rounding="rne")),
+    ("f16", "m16n8k16", AMPERE_LIKE),
 ])
 def test_hardware_matches_rational_model(itype, shape, params):
     s = M.SHAPES[shape]

@@ -145,7 +145,7 @@ def exists(path=DEFAULT_DIR) -> bool:
 _FLOAT = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32", "f32": "float32"}
 
 
-def model_bits(ts: TruthSet, mode: str = "hardware", params=None, chunk: int = 512) -> np.ndarray:
+def model_bits(ts: TruthSet, mode: str = "hardware", params=None) -> np.ndarray:
     """D bits the model gives for every tile of `ts` (same dtype as ts.d)."""
     import jax
     import jax.numpy as jnp
@@ -153,32 +153,16 @@ def model_bits(ts: TruthSet, mode: str = "hardware", params=None, chunk: int = 5
     from jaxsimt.mma import numerics, ops
 
     params = params or numerics.H200
-    outs = []
-    for s in range(0, ts.a.shape[0], chunk):
-        a, b, c = ts.a[s:s + chunk], ts.b[s:s + chunk], ts.c[s:s + chunk]
-        if mode == "hardware":
-            d = _hw_jit(a, b, c, ts.input_type, ts.acc_type, params)
-        else:
-            fa = jnp.asarray(a).view(jnp.dtype(_FLOAT[ts.input_type]))
-            fb = jnp.asarray(b).view(jnp.dtype(_FLOAT[ts.input_type]))
-            fc = jnp.asarray(c).view(jnp.dtype(_FLOAT[ts.acc_type]))
-            d = ops.mma(fa, fb, fc, ts.meta["shape"], "ieee", input_type=ts.input_type, params=params)
-            d = jax.lax.bitcast_convert_type(d, jnp.uint16 if d.dtype.itemsize == 2 else jnp.uint32)
-        outs.append(np.asarray(d).astype(ts.d.dtype))
-    return np.concatenate(outs)
-
-
-def _hw_jit(a, b, c, input_type, acc_type, params):
-    global _HW
-    if _HW is None:
-        import jax
-
-        from jaxsimt.mma import numerics
-        _HW = jax.jit(numerics.mma_bits, static_argnums=(3, 4, 5))
-    return _HW(a.astype(np.uint32), b.astype(np.uint32), c.astype(np.uint32), input_type, acc_type, params)
-
-
-_HW = None
+    a, b, c = ts.a, ts.b, ts.c
+    if mode == "hardware":
+        d = numerics.mma_bits(a, b, c, ts.input_type, ts.acc_type, params)
+    else:
+        fa = jnp.asarray(a).view(jnp.dtype(_FLOAT[ts.input_type]))
+        fb = jnp.asarray(b).view(jnp.dtype(_FLOAT[ts.input_type]))
+        fc = jnp.asarray(c).view(jnp.dtype(_FLOAT[ts.acc_type]))
+        d = ops.mma(fa, fb, fc, ts.meta["shape"], "ieee", input_type=ts.input_type, params=params)
+        d = jax.lax.bitcast_convert_type(d, jnp.uint16 if d.dtype.itemsize == 2 else jnp.uint32)
+    return np.asarray(d).astype(ts.d.dtype)
 
 
 def mismatched_tiles(ts: TruthSet, got: np.ndarray) -> np.ndarray:

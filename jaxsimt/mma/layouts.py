@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -131,15 +132,20 @@ def element_owner(shape: str, operand: str, input_type: str = "f16") -> np.ndarr
 def fragment_from_tile(tile, operand: str, shape: str, input_type: str = "f16"):
     """[..., rows, cols] tile -> [..., 32, n_elems] fragments (what each lane's registers hold)."""
     lay = fragment_layout(shape, operand, input_type)
-    tile = jnp.asarray(tile)
-    return tile[..., lay[..., 0], lay[..., 1]]
+    return _gather(tile, lay)
 
 
 def tile_from_fragment(frag, operand: str, shape: str, input_type: str = "f16"):
     """[..., 32, n_elems] fragments -> [..., rows, cols] tile."""
     inv = element_owner(shape, operand, input_type)
-    frag = jnp.asarray(frag)
-    return frag[..., inv[..., 0], inv[..., 1]]
+    return _gather(frag, inv)
+
+
+def _gather(x, idx):
+    """x[..., idx[..., 0], idx[..., 1]]; concrete inputs are gathered in numpy (no per-shape compile)."""
+    if isinstance(x, jax.core.Tracer):
+        return x[..., idx[..., 0], idx[..., 1]]
+    return jnp.asarray(np.asarray(x)[..., idx[..., 0], idx[..., 1]])
 
 
 # --- registers: packing b16 pairs as the .f16x2 / .bf16x2 registers hold them -----------------------------
@@ -181,15 +187,22 @@ def element_offsets(rows: int, cols: int, ld: int, layout: str = "row", offset: 
 
 def load_tile(mem, rows: int, cols: int, ld: int, layout: str = "row", offset=0):
     """A rows x cols tile from a flat (or any-shaped, flattened) array; `offset` may be traced."""
-    mem = jnp.asarray(mem).reshape(-1)
-    return mem[element_offsets(rows, cols, ld, layout) + offset]
+    idx = element_offsets(rows, cols, ld, layout)
+    if not any(isinstance(x, jax.core.Tracer) for x in (mem, offset)):  # numpy: no per-shape compile
+        return jnp.asarray(np.asarray(mem).reshape(-1)[idx + int(offset)])
+    return jnp.asarray(mem).reshape(-1)[idx + offset]
 
 
 def store_tile(mem, tile, ld: int, layout: str = "row", offset=0):
     """`mem` (flat view) with the tile written; returns the updated array in mem's shape."""
-    mem = jnp.asarray(mem)
     rows, cols = tile.shape[-2:]
-    flat = mem.reshape(-1).at[element_offsets(rows, cols, ld, layout) + offset].set(tile)
+    idx = element_offsets(rows, cols, ld, layout)
+    if not any(isinstance(x, jax.core.Tracer) for x in (mem, tile, offset)):  # numpy: no per-shape compile
+        out = np.array(mem)
+        out.reshape(-1)[idx + int(offset)] = np.asarray(tile).astype(out.dtype)
+        return jnp.asarray(out)
+    mem = jnp.asarray(mem)
+    flat = mem.reshape(-1).at[idx + offset].set(tile)
     return flat.reshape(mem.shape)
 
 

@@ -23,6 +23,7 @@ Every free parameter lives in `HardwareParams`, to be fitted against the H200 fi
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -166,18 +167,19 @@ class Decoded(NamedTuple):
     nan: jax.Array
 
 
-def decode(bits, fmt: Fmt) -> Decoded:
-    bits = _u(bits)
+def decode(bits, fmt: Fmt, xp=jnp) -> Decoded:
+    """Fields of `fmt` bit patterns; `xp` is jax.numpy (traceable) or numpy (concrete inputs)."""
+    bits = xp.asarray(bits).astype(xp.uint32)
     emask = (1 << fmt.ebits) - 1
-    ef = ((bits >> fmt.fbits) & emask).astype(I32)
+    ef = ((bits >> fmt.fbits) & emask).astype(xp.int32)
     frac = bits & ((1 << fmt.fbits) - 1)
     special = ef == emask
-    sig = jnp.where(ef == 0, frac, frac | (1 << fmt.fbits)).astype(U32)
-    en = jnp.maximum(ef, 1) - fmt.bias
+    sig = xp.where(ef == 0, frac, frac | (1 << fmt.fbits)).astype(xp.uint32)
+    en = (xp.maximum(ef, 1) - fmt.bias).astype(xp.int32)
     return Decoded(
         sign=(bits >> (fmt.ebits + fmt.fbits)) & 1,
-        sig=jnp.where(special, _u(0), sig),
-        q=en - fmt.fbits,
+        sig=xp.where(special, xp.uint32(0), sig).astype(xp.uint32),
+        q=(en - fmt.fbits).astype(xp.int32),
         en=en,
         zero=(ef == 0) & (frac == 0),
         inf=special & (frac == 0),
@@ -185,12 +187,12 @@ def decode(bits, fmt: Fmt) -> Decoded:
     )
 
 
-def tf32_bits(f32_bits, params: HardwareParams = H200):
+def tf32_bits(f32_bits, params: HardwareParams = H200, xp=jnp):
     """An f32 register read as a tf32 operand: 19-bit (1, 8, 10) pattern in a uint32."""
-    b = _u(f32_bits)
+    b = xp.asarray(f32_bits).astype(xp.uint32)
     if params.tf32_input == "rna":
         finite = (b & 0x7F800000) != 0x7F800000
-        b = jnp.where(finite, b + _u(0x1000), b)
+        b = xp.where(finite, b + xp.uint32(0x1000), b)
     return b >> 13
 
 
@@ -221,28 +223,47 @@ def round_to_format(sign, hi, lo, lsb_exp, fmt: Fmt, rounding: str, overflow: st
 
 
 # --- one block FMA ------------------------------------------------------------------------------------------
-def fused_group(acc: Decoded, acc_fmt: Fmt, pa: Decoded, pb: Decoded, in_fmt: Fmt,
-                params: HardwareParams):
-    """acc + sum_g pa[..., g] * pb[..., g] as one block FMA; returns the accumulator's new bits."""
+class Products(NamedTuple):
+    """The exact products a_j * b_j of one element's dot product, [..., k] each (format independent)."""
+
+    sign: jax.Array  # uint32 0/1
+    sig: jax.Array  # uint32 < 2^22
+    q: jax.Array  # int32: value = sig * 2^q
+    en: jax.Array  # int32 nominal exponent ea + eb (the significand lies in [1, 4) for normal inputs)
+    zero: jax.Array
+    inf: jax.Array
+    nan: jax.Array
+
+
+def products(pa: Decoded, pb: Decoded) -> Products:
+    nan = pa.nan | pb.nan | (pa.inf & pb.zero) | (pa.zero & pb.inf)
+    return Products(sign=pa.sign ^ pb.sign, sig=pa.sig * pb.sig, q=pa.q + pb.q, en=pa.en + pb.en,
+                    zero=pa.zero | pb.zero, inf=(pa.inf | pb.inf) & ~nan, nan=nan)
+
+
+def _pad_products(p: Products, width: int, xp) -> Products:
+    """Pad the last axis to `width` with neutral addends (-0: no effect on the sum, its exponent or sign)."""
+    extra = width - p.sig.shape[-1]
+    if extra <= 0:
+        return p
+    fill = {"sign": 1, "sig": 0, "q": 0, "en": 0, "zero": True, "inf": False, "nan": False}
+    return Products(*(xp.concatenate([f, xp.full(f.shape[:-1] + (extra,), fill[n], f.dtype)], -1)
+                      for n, f in zip(Products._fields, p)))
+
+
+def fused_group(acc: Decoded, acc_fmt: Fmt, p: Products, params: HardwareParams):
+    """acc + sum_g p[..., g] as one block FMA; returns the accumulator's new bits."""
     x = params.extra_bits
-    # products, exact
-    p_sign = pa.sign ^ pb.sign
-    p_sig = pa.sig * pb.sig  # < 2^22 (f16, tf32) or 2^16 (bf16)
-    p_q = pa.q + pb.q
-    p_en = pa.en + pb.en
-    p_zero = pa.zero | pb.zero
     # specials
-    p_nan = pa.nan | pb.nan | (pa.inf & pb.zero) | (pa.zero & pb.inf)
-    p_inf = (pa.inf | pb.inf) & ~p_nan
-    pos_inf = jnp.any(p_inf & (p_sign == 0), -1) | (acc.inf & (acc.sign == 0))
-    neg_inf = jnp.any(p_inf & (p_sign == 1), -1) | (acc.inf & (acc.sign == 1))
-    nan = jnp.any(p_nan, -1) | acc.nan | (pos_inf & neg_inf)
+    pos_inf = jnp.any(p.inf & (p.sign == 0), -1) | (acc.inf & (acc.sign == 0))
+    neg_inf = jnp.any(p.inf & (p.sign == 1), -1) | (acc.inf & (acc.sign == 1))
+    nan = jnp.any(p.nan, -1) | acc.nan | (pos_inf & neg_inf)
     # all addends along one axis: products then the accumulator
-    sign = jnp.concatenate([p_sign, acc.sign[..., None]], -1)
-    sig = jnp.concatenate([p_sig, acc.sig[..., None]], -1)
-    q = jnp.concatenate([p_q, acc.q[..., None]], -1)
-    en = jnp.concatenate([p_en, acc.en[..., None]], -1)
-    zero = jnp.concatenate([p_zero, acc.zero[..., None]], -1)
+    sign = jnp.concatenate([p.sign, acc.sign[..., None]], -1)
+    sig = jnp.concatenate([p.sig, acc.sig[..., None]], -1)
+    q = jnp.concatenate([p.q, acc.q[..., None]], -1)
+    en = jnp.concatenate([p.en, acc.en[..., None]], -1)
+    zero = jnp.concatenate([p.zero, acc.zero[..., None]], -1)
     # alignment to the largest nominal exponent, truncation beyond the adder's width
     e_max = jnp.max(jnp.where(zero, jnp.iinfo(np.int32).min // 2, en), -1)
     lsb = e_max - 23 - x  # weight of the adder's last bit
@@ -284,29 +305,62 @@ def fused_group(acc: Decoded, acc_fmt: Fmt, pa: Decoded, pb: Decoded, in_fmt: Fm
     return jnp.where(nan, _u(nan_bits), out)
 
 
+#: products per block-FMA call: groups are padded to this width so that every form shares one compiled
+#: kernel per accumulator format
+_WIDTH = 16
+#: element counts the kernel is compiled for on concrete inputs (a small and a large bucket)
+_BUCKETS = (2048, 65536)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _block_fma(acc_bits, p: Products, acc_fmt: Fmt, params: HardwareParams):
+    return fused_group(decode(acc_bits, acc_fmt), acc_fmt, p, params)
+
+
 def mma_bits(a_bits, b_bits, c_bits, input_type: str, acc_type: str,
              params: HardwareParams = H200):
     """Hardware-mode D for bit patterns: a [..., m, k], b [..., k, n], c [..., m, n] (uint32 holding
-    f16/bf16 bits, or f32 bits for tf32; c holds f32 or f16 bits). Returns D bits (uint32)."""
+    f16/bf16 bits, or f32 bits for tf32; c holds f32 or f16 bits). Returns D bits (uint32).
+
+    Traceable (under jit, vmap, grad). On concrete inputs the products are formed in numpy and the block
+    FMAs run in fixed-size chunks, so every shape and input type shares one compiled kernel per
+    accumulator format."""
     in_fmt = INPUT_FMT[input_type]
     acc_fmt = F32 if acc_type == "f32" else F16
-    a_bits, b_bits = _u(a_bits), _u(b_bits)
+    traced = any(isinstance(x, jax.core.Tracer) for x in (a_bits, b_bits, c_bits))
+    xp = jnp if traced else np
+    a_bits, b_bits, c_bits = (xp.asarray(x).astype(xp.uint32) for x in (a_bits, b_bits, c_bits))
     if input_type == "tf32":
-        a_bits, b_bits = tf32_bits(a_bits, params), tf32_bits(b_bits, params)
-    k = a_bits.shape[-1]
+        a_bits, b_bits = tf32_bits(a_bits, params, xp), tf32_bits(b_bits, params, xp)
+    m, k = a_bits.shape[-2:]
+    n = b_bits.shape[-1]
+    batch = jnp.broadcast_shapes(a_bits.shape[:-2], b_bits.shape[:-2], c_bits.shape[:-2])
     g = min(params.group(input_type), k)
     if k % g:
         raise ValueError(f"group size {g} does not divide k={k}")
-    a = decode(a_bits[..., :, None, :], in_fmt)  # [..., m, 1, k]
-    b = decode(jnp.swapaxes(b_bits, -1, -2)[..., None, :, :], in_fmt)  # [..., 1, n, k]
-    acc_bits = _u(c_bits)
+    # one row per output element: [E, k] operands, [E] accumulators
+    a_el = xp.broadcast_to(a_bits[..., :, None, :], batch + (m, n, k)).reshape(-1, k)
+    b_el = xp.broadcast_to(xp.swapaxes(b_bits, -1, -2)[..., None, :, :], batch + (m, n, k)).reshape(-1, k)
+    acc = xp.broadcast_to(c_bits, batch + (m, n)).reshape(-1)
+    prod = products(decode(a_el, in_fmt, xp), decode(b_el, in_fmt, xp))
+    width = max(g, _WIDTH)
     for j in range(0, k, g):
-        sl = slice(j, j + g)
-        pa = Decoded(*(jnp.broadcast_to(f[..., sl], jnp.broadcast_shapes(f.shape, b.sig.shape)[:-1] + (g,))
-                       for f in a))
-        pb = Decoded(*(jnp.broadcast_to(f[..., sl], pa.sig.shape) for f in b))
-        acc_bits = fused_group(decode(acc_bits, acc_fmt), acc_fmt, pa, pb, in_fmt, params)
-    return acc_bits
+        pg = _pad_products(Products(*(f[:, j:j + g] for f in prod)), width, xp)
+        acc = _block_fma(acc, pg, acc_fmt, params) if traced else _chunked(acc, pg, acc_fmt, params)
+    return jnp.asarray(acc).reshape(batch + (m, n))
+
+
+def _chunked(acc, p: Products, acc_fmt: Fmt, params: HardwareParams):
+    """Run the block FMA on concrete element arrays, in chunks padded to a bucket size."""
+    size = acc.shape[0]
+    bucket = _BUCKETS[0] if size <= _BUCKETS[0] else _BUCKETS[1]
+    out = []
+    for s in range(0, size, bucket):
+        e = min(bucket, size - s)
+        pad = bucket - e
+        chunk = [np.pad(f[s:s + e], [(0, pad)] + [(0, 0)] * (f.ndim - 1)) for f in (acc,) + tuple(p)]
+        out.append(np.asarray(_block_fma(chunk[0], Products(*chunk[1:]), acc_fmt, params))[:e])
+    return np.concatenate(out) if out else np.zeros(0, np.uint32)
 
 
 # --- IEEE reference ------------------------------------------------------------------------------------------

@@ -122,6 +122,8 @@ def mma(a, b, c, shape: str = "m16n8k16", mode: str = "hardware", *, input_type:
     if b.dtype != a.dtype:
         raise TypeError(f"a and b must share a dtype, got {a.dtype} and {b.dtype}")
     _check(shape, it, _acc_type(c.dtype), a, b, c, mode)
+    if mode == "hardware":  # not under one jit: on concrete inputs all shapes share compiled kernels
+        return _mma_hardware(a, b, c, it, params)
     return _mma_jit(a, b, c, shape=shape, mode=mode, input_type=it, params=params)
 
 
