@@ -249,3 +249,54 @@ def test_jit_and_nojit_identical(case):
         np.testing.assert_array_equal(r1[name], r2[name])
     assert r1.stats == r2.stats
     assert r1.per_instruction == r2.per_instruction
+
+
+@js.kernel
+def vectors(x: Ptr[f32], y: Ptr[f32], d: Ptr[js.f64], b: Ptr[js.u8], h: Ptr[js.s16], out_d: Ptr[js.f64],
+            out_b: Ptr[js.u8], out_h: Ptr[js.s16]):
+    t = js.threadIdx.x
+    v = x.load(t * 4, n=4)  # float4: one 16-byte access
+    y.store(t * 4, (v[3], v[2], v[1], v[0]))
+    w = x.load(t * 2, n=2)  # float2
+    out_d[t] = d[t] * 2.0 + w[0].astype(js.f64)
+    out_b[t] = b[t] + js.const(1, js.u8)
+    out_h[t] = -h[t]
+
+
+def test_vector_and_narrow_and_wide_accesses():
+    rng = np.random.default_rng(7)
+    x = rng.random(128, np.float32)
+    d = rng.random(32)
+    b = rng.integers(0, 255, 32).astype(np.uint8)
+    h = rng.integers(-1000, 1000, 32).astype(np.int16)
+    r = js.launch(vectors, 1, 32, (x, np.zeros(128, np.float32), d, b, h, np.zeros(32), np.zeros(32, np.uint8),
+                                   np.zeros(32, np.int16)))
+    np.testing.assert_array_equal(r["y"], x.reshape(32, 4)[:, ::-1].reshape(-1))
+    np.testing.assert_array_equal(r["out_d"], d * 2.0 + x[::2][:32].astype(np.float64))
+    np.testing.assert_array_equal(r["out_b"], b + 1)
+    np.testing.assert_array_equal(r["out_h"], -h)
+    # the float4 load at unit stride: one request, 16 sectors (as the H200 counts 128-bit loads)
+    first_load = next(p for p in r.per_instruction if p["op"] == "ld")
+    assert (first_load["requests"], first_load["sectors"]) == (1, 16)
+
+
+@js.kernel
+def atomics_one_address(cell: Ptr[s32], old_min: Ptr[s32], old_max: Ptr[s32], old_exch: Ptr[s32],
+                        old_cas: Ptr[s32]):
+    t = js.threadIdx.x
+    old_min[t] = cell.atomic_min(0, 100 - t)
+    old_max[t] = cell.atomic_max(1, t)
+    old_exch[t] = cell.atomic_exch(2, t)
+    old_cas[t] = cell.atomic_cas(3, 0, t + 1)  # only the first lane finds 0
+
+
+def test_atomics_serialise_in_lane_order():
+    cell = np.array([1000, -1, -1, 0], np.int32)
+    z = np.zeros(32, np.int32)
+    r = js.launch(atomics_one_address, 1, 32, (cell, z, z, z, z))
+    vals = 100 - np.arange(32)
+    np.testing.assert_array_equal(r["old_min"], np.minimum.accumulate(np.concatenate([[1000], vals]))[:-1])
+    np.testing.assert_array_equal(r["old_max"], np.concatenate([[-1], np.arange(31)]))
+    np.testing.assert_array_equal(r["old_exch"], np.concatenate([[-1], np.arange(31)]))
+    np.testing.assert_array_equal(r["old_cas"], np.concatenate([[0], np.ones(31, np.int32)]))
+    np.testing.assert_array_equal(r["cell"], [69, 31, 31, 1])
