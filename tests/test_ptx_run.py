@@ -250,3 +250,18 @@ def test_micro_counters_equal_h200(case):
     got = {m: int(r.stats[m]) for m in EXACT}
     want = {m: int(hw[m]) for m in EXACT}
     assert got == want
+
+
+def test_cli_run_json(tmp_path, capsys):
+    from jaxsimt.run_cli import main
+    rc = main(["run", os.path.join(PTX, "saxpy.ptx"), "--kernel", "saxpy", "--grid", "4", "--block", "256",
+               "--arg", "s32:1000", "--arg", "f32:2.5", "--arg", "f32[1024]:rand", "--arg", "f32[1024]:ones",
+               "--json", "--seed", "3", "--save-outputs", str(tmp_path)])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kernel"] == "saxpy" and out["arch"] == "h200" and out["grid"] == [4, 1, 1]
+    assert out["stats"]["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] == 64
+    x = np.random.default_rng(3).uniform(-1, 1, 1024).astype(np.float32)
+    y = np.load(tmp_path / "arg3_saxpy_param_3.npy")
+    np.testing.assert_array_equal(y[:1000], (np.float32(2.5) * x[:1000].astype(np.float64) + 1).astype(np.float32))
+    np.testing.assert_array_equal(y[1000:], 1)
