@@ -5,7 +5,6 @@ in[gtid] and stores out[gtid]. The loops are `jaxsimt.range` loops like the CUDA
 loops. `div_early_return`'s `if (gtid >= n) return;` is a branch to an exit here, where nvcc emits a
 predicated `EXIT` (no branch), so the divergent-branch counters differ there by construction.
 """
-from __future__ import annotations
 
 import functools
 

@@ -11,7 +11,8 @@ the float kernel takes the index pattern's coefficients as scalar arguments:
 stride S: (w, b, c, m) = (S, S, 0, -1); offset O: (1, 1, O, -1); broadcast: (0, 0, 0, 0);
 perm128: (1, 13, 5, 31), i.e. (g & ~31) | ((lane * 13 + 5) & 31).
 """
-from __future__ import annotations
+# No `from __future__ import annotations`: kernel parameter types come from closure variables
+# (`Ptr[dtype]`), which string annotations could not resolve.
 
 import functools
 

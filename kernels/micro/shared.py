@@ -12,7 +12,8 @@ pattern of their group (the CUDA kernels size dynamic shared memory per launch; 
 CUDA size for occupancy); predicated accesses (`@p st.shared`) are `if_` branches (a warp with no active
 lane branches around the access, which the hardware counts as 0 wavefronts too).
 """
-from __future__ import annotations
+# No `from __future__ import annotations`: kernel parameter types come from closure variables
+# (`Ptr[dtype]`), which string annotations could not resolve.
 
 import functools
 
