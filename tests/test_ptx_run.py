@@ -49,6 +49,7 @@ def test_matmul_naive():
     np.testing.assert_allclose(r.outputs["matmul_naive_param_2"], A @ B, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_matmul_tiled_seed002_fixed():
     N = M = 32
     A = rng(4).uniform(-1, 1, (N, M)).astype(np.float32)
@@ -137,6 +138,7 @@ def test_half_bf16_conversions():
     np.testing.assert_allclose(r.outputs["half_bf16_param_3"], ref, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_math_functions_within_tolerance():
     n = 256
     x = rng(13).uniform(-3, 3, n).astype(np.float32)
@@ -178,6 +180,7 @@ def test_dynamic_shared():
     assert r.stats["launch__shared_mem_per_block_static"] == 512
 
 
+@pytest.mark.slow
 def test_constant_and_global_variables():
     n = 200
     x = rng(15).uniform(-1, 1, n).astype(np.float32)
@@ -194,6 +197,7 @@ def test_constant_and_global_variables():
     assert r.outputs["call_count"].view(np.int32)[0] == 1
 
 
+@pytest.mark.slow
 def test_local_memory_array():
     n = 96
     idx = rng(16).integers(0, 1000, n).astype(np.int32)
