@@ -20,7 +20,7 @@ from jax import lax
 
 from jaxsimt import alu, errors, lsu, memstats, stack
 from jaxsimt import types as T
-from jaxsimt.program import BARRIER, BRANCH, EXIT, FALL, JUMP, Imm, Instr, Program, Reg
+from jaxsimt.program import BARRIER, BRANCH, EXIT, FALL, JUMP, Imm, Instr, Program, Reg, cross_block_registers
 
 # Instructions contributed by other units (e.g. the tensor cores): op name -> fn(exec, instr, pc).
 # Filled at import time by those modules; read-only afterwards.
@@ -75,7 +75,7 @@ class Dyn(NamedTuple):
 
 
 class State(NamedTuple):
-    regs: tuple  # one [W, L] array per virtual register, in its own dtype
+    regs: tuple  # one [W, L] array per register live across blocks (Machine.slots), in its own dtype
     gmem: jnp.ndarray  # [global_words] uint32
     smem: jnp.ndarray  # [ctas_per_wave * shared_words] uint32
     lmem: jnp.ndarray  # [W * L * local_words] uint32  per-thread local memory
@@ -115,7 +115,8 @@ class _Exec:
     def __init__(self, m: "Machine", data, active, wave, dyn: Dyn, zero):
         self.m, self.active, self.wave, self.dyn, self.zero = m, active, wave, dyn, zero
         regs, self.gmem, self.smem, self.lmem, self.mem, self.fault = data
-        self.regs = list(regs)
+        self.regs = list(regs)  # state registers, indexed by m.slot[reg.index]
+        self.local: dict = {}  # registers that live only inside this block: plain values
 
     def data(self):
         return tuple(self.regs), self.gmem, self.smem, self.lmem, self.mem, self.fault
@@ -127,18 +128,27 @@ class _Exec:
         if isinstance(op, Imm):
             dt = dtype or op.dtype
             return jnp.asarray(op.value, dt.np_dtype)
-        v = self.regs[op.index]
+        slot = self.m.slot.get(op.index)
+        if op.index in self.local:
+            v = self.local[op.index]
+        elif slot is not None:
+            v = self.regs[slot]
+        else:  # read before any write: registers start as zero
+            v = jnp.zeros(self.active.shape, op.dtype.np_dtype)
         if dtype is not None and dtype.np_dtype != op.dtype.np_dtype:
             v = reinterpret(v, op.dtype, dtype)
         return v
 
     def write(self, reg: Reg, value):
-        old = self.regs[reg.index]
         value = jnp.asarray(value)
-        if value.dtype != old.dtype:
+        if value.dtype != reg.dtype.np_dtype:
             value = reinterpret(value, T.as_dtype(value.dtype), reg.dtype)
-        value = jnp.broadcast_to(value, old.shape)
-        self.regs[reg.index] = jnp.where(self.active, value, old)
+        value = jnp.broadcast_to(value, self.active.shape)
+        slot = self.m.slot.get(reg.index)
+        if slot is None:
+            self.local[reg.index] = value  # dies with the block: no merge with inactive lanes needed
+        else:
+            self.regs[slot] = jnp.where(self.active, value, self.regs[slot])
 
     def record_fault(self, code: int, pc: int, bad, addr):
         self.fault = record_fault(self.fault, code, pc, bad, addr, self.wave)
@@ -316,6 +326,9 @@ class Machine:
         self.NB = len(program.blocks)
         self.exit_pc = program.exit_index
         self.block_pcs = program.block_pcs()
+        # Machine state holds only registers live across blocks; slot[reg index] -> position in State.regs
+        self.state_regs = [program.regs[i] for i in cross_block_registers(program)]
+        self.slot = {r.index: k for k, r in enumerate(self.state_regs)}
         self.NI = sum(n for _, n in self.block_pcs)
         L, W = geo.warp_size, geo.W
         self.lane = jnp.arange(L, dtype=jnp.int32)
@@ -407,7 +420,7 @@ class Machine:
             for j, ins in enumerate(blk.instrs):
                 ex.run(ins, pc0 + j)
             if term.kind == BRANCH:
-                p = ex.regs[term.pred.index].astype(bool)
+                p = ex.read(term.pred).astype(bool)
                 taken = self.pack((~p if term.negate else p) & active)
             else:
                 taken = jnp.zeros((self.geo.W,), jnp.uint32)
@@ -482,7 +495,7 @@ class Machine:
         scal = {p.reg.index: v for p, v in zip([p for p in self.program.params if not p.is_pointer], dyn.scalars)
                 if p.reg is not None}
         regs = []
-        for r in self.program.regs:
+        for r in self.state_regs:
             if r.index in scal:
                 regs.append(jnp.broadcast_to(jnp.asarray(scal[r.index]).astype(r.dtype.np_dtype), (W, L)))
             else:

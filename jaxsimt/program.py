@@ -280,6 +280,39 @@ def finalize(program: Program) -> Program:
     return program
 
 
+def _live_in(program: Program) -> dict[int, set]:
+    """Registers live on entry to each block (backward dataflow over the CFG)."""
+    exit_ = program.exit_index
+    blocks = program.blocks
+    live_in: dict[int, set] = {b.index: set() for b in blocks}
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(blocks):
+            live = set()
+            for sidx in b.term.successors(exit_):
+                if sidx != exit_:
+                    live |= live_in[sidx]
+            if b.term.pred is not None:
+                live.add(b.term.pred.index)
+            for ins in reversed(b.instrs):
+                live = (live - {d.index for d in ins.dst}) | {x.index for x in ins.src if isinstance(x, Reg)}
+            if live != live_in[b.index]:
+                live_in[b.index] = live
+                changed = True
+    return live_in
+
+
+def cross_block_registers(program: Program) -> list[int]:
+    """Registers whose value flows from one basic block to another (live on entry to some block).
+
+    Only these need to be machine state; every other register lives and dies inside one block."""
+    out = set()
+    for live in _live_in(program).values():
+        out |= live
+    return sorted(out)
+
+
 def estimate_registers(program: Program) -> int:
     """Peak number of live 32-bit registers per thread (64-bit values count 2, predicates 0): the
     documented estimate of a DSL kernel's register count for occupancy (a compiler's allocation differs;
