@@ -246,8 +246,9 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
     warp_total = thread_total = 0
     mem_stats: dict[str, int] = {}
     for blk, (pc0, n) in zip(prog.blocks, m.block_pcs):
-        for j, ins in enumerate(blk.all_instrs()):
+        for j, outer in enumerate(blk.all_instrs()):
             pc = pc0 + j
+            ins = outer.attr("inner") or outer  # a predicated (guarded) instruction counts as its inner op
             row = {"pc": pc, "block": blk.index, "op": ins.op, "line": ins.loc.line if ins.loc else 0,
                    "source": ins.loc.text.strip() if ins.loc else "",
                    "warp_exec": int(warp_exec[blk.index]), "thread_exec": int(thread_exec[blk.index])}
@@ -323,10 +324,15 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_s
     thr = (t % bx, (t // bx) % by, t // (bx * by))
     who = f"block {blk}, thread {thr} (warp {warp % geo.warps_per_block}, lane {lane})"
     k = f"kernel {prog.name}"
-    if code in (errors.OOB_GLOBAL, errors.OOB_SHARED):
-        space = "global" if code == errors.OOB_GLOBAL else "shared"
+    if code in (errors.OOB_GLOBAL, errors.OOB_SHARED, errors.OOB_LOCAL):
+        space = {errors.OOB_GLOBAL: "global", errors.OOB_SHARED: "shared", errors.OOB_LOCAL: "local"}[code]
         ins = instrs[pc][1]
+        ins = ins.attr("inner") or ins
         arr = ins.attr("array")
+        kind = "load" if ins.op == "ld" else "store" if ins.op == "st" else "atomic"
+        if arr is None or space == "local":
+            what = "outside every array" if space == "global" else f"outside the {space} window"
+            return cls(f"{k}: out-of-bounds {space} {kind} at address {addr:#x} ({what}){where}; {who}")
         name = prog.params[arr].name if space == "global" else prog.shared[arr].name
         size = sizes[arr] if space == "global" else prog.shared[arr].nbytes
         return cls(f"{k}: out-of-bounds {space} {'load' if ins.op == 'ld' else 'store' if ins.op == 'st' else 'atomic'}"
