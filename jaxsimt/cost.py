@@ -1,0 +1,81 @@
+"""A first analytical cost model: kernel time from its counters, occupancy and the architecture.
+
+Roofline bounds — instruction issue, FP32 FMA, Tensor Core, shared-memory wavefronts, L1/L2 sectors and
+DRAM bytes — each divided by the rate of the unit that serves it, tempered by latency hiding: a kernel whose
+SMs hold too few warps to cover the memory latency cannot reach the memory bounds. Everything is a pure
+function of arrays, so `jax.grad(predict_seconds)` gives the sensitivity of time to every parameter, and
+`vmap` sweeps configurations.
+
+    t = max(t_issue, t_fma, t_tensor, t_shared, t_l2, t_dram) / hiding(occupancy)
+
+Inputs are the launch's `stats` (the Nsight Compute-named counters) plus a DRAM traffic estimate; the
+timing parameters come from `Arch.timing` (`params_of(arch)` turns them into a pytree of floats). These
+parameters are starting points, not fitted values; the cycle-level model replaces this one.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping
+
+import jax
+import jax.numpy as jnp
+
+from jaxsimt.arch import Arch, get_arch
+
+
+def params_of(arch: "Arch | str") -> dict:
+    """The architecture's timing parameters (plus SM count and schedulers) as a dict of float arrays."""
+    arch = get_arch(arch)
+    p = {k: jnp.asarray(float(v)) for k, v in dataclasses.asdict(arch.timing).items()}
+    p["num_sms"] = jnp.asarray(float(arch.num_sms))
+    p["schedulers_per_sm"] = jnp.asarray(float(arch.warp_schedulers_per_sm))
+    p["max_warps_per_sm"] = jnp.asarray(float(arch.max_warps_per_sm))
+    p["sector_size"] = jnp.asarray(float(arch.sector_size))
+    return p
+
+
+def bounds(stats: Mapping[str, float], params: Mapping[str, jax.Array], dram_bytes, fmas) -> dict:
+    """Seconds each unit needs for the whole kernel, as if it were the only limit."""
+    clock = params["clock_ghz"] * 1e9
+    sms = params["num_sms"]
+    warp_inst = jnp.asarray(float(stats.get("smsp__inst_executed.sum", 0)))
+    sectors = sum(float(stats.get(k, 0)) for k in (
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"))
+    wavefronts = sum(float(stats.get(k, 0)) for k in (
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"))
+    tensor_flops = jnp.asarray(float(stats.get("emulator__tensor_flops", 0)))
+    return {
+        "issue": warp_inst / (params["schedulers_per_sm"] * sms * clock),
+        "fma": jnp.asarray(float(fmas)) / (params["fp32_lanes_per_sm"] * sms * clock),
+        "tensor": tensor_flops / jnp.maximum(params["tensor_flops_per_cycle_per_sm"] * sms * clock, 1.0),
+        "shared": jnp.asarray(wavefronts) / (sms * clock),
+        "l2": jnp.asarray(sectors) * params["sector_size"] / (params["l2_bytes_per_cycle"] * clock),
+        "dram": jnp.asarray(float(dram_bytes)) / (params["dram_gbytes_per_s"] * 1e9),
+    }
+
+
+def hiding(occupancy, params: Mapping[str, jax.Array], memory_fraction):
+    """Fraction of peak reachable with the resident warps: Little's law — to keep the memory pipes busy
+    an SM needs about latency x issue rate warps in flight; fewer warps leave the pipes idle."""
+    warps = occupancy * params["max_warps_per_sm"]
+    needed = params["dram_latency"] * params["schedulers_per_sm"] / 32.0 * memory_fraction + 1.0
+    return jnp.clip(warps / needed, 0.05, 1.0)
+
+
+def predict_seconds(stats: Mapping[str, float], params: Mapping[str, jax.Array], dram_bytes, fmas) -> jax.Array:
+    """Predicted kernel time in seconds (differentiable in `params`)."""
+    b = bounds(stats, params, dram_bytes, fmas)
+    t = jnp.max(jnp.stack(list(b.values())))
+    mem = jnp.maximum(b["l2"], b["dram"])
+    mem_fraction = jnp.clip(mem / jnp.maximum(t, 1e-30), 0.0, 1.0)
+    return t / hiding(jnp.asarray(float(stats.get("occupancy", 1.0))), params, mem_fraction)
+
+
+def predict(stats: Mapping[str, float], arch: "Arch | str", dram_bytes, fmas) -> dict:
+    """Predicted time (ms), the bound that limits it and every bound, as plain Python numbers."""
+    params = params_of(arch)
+    b = bounds(stats, params, dram_bytes, fmas)
+    t = float(predict_seconds(stats, params, dram_bytes, fmas))
+    limiter = max(b, key=lambda k: float(b[k]))
+    return {"predicted_ms_analytical": t * 1e3, "predicted_ms": t * 1e3, "limiter": limiter,
+            **{f"bound_{k}_ms": float(v) * 1e3 for k, v in b.items()}}
