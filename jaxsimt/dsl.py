@@ -587,8 +587,7 @@ def else_():
     info = b.last_if
     if info is None or b.cur is not info["join"] or b.cur.instrs:
         raise KernelTraceError(f"{b.loc()}: else_() must directly follow a with if_(...) block")
-    b.last_if = None
-    else_block = info["join"]  # the branch's target becomes the else path
+    b.last_if = None  # the join block of the if becomes the else path: the branch already targets it
     yield
     end_else = b.cur
     join = b._new_block()
@@ -599,7 +598,6 @@ def else_():
     if end_else.term.kind == FALL and end_else.term.instr is None:
         end_else.term = Terminator(FALL, target=join.index)
     b.start_block(join)
-    del else_block
 
 
 def _loop(make_cond: Callable[[], Any], step: Optional[Callable[[], None]]):

@@ -14,7 +14,6 @@ Ordering rules where lanes collide (the hardware leaves them unspecified; we fix
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -164,21 +163,19 @@ def atomic(words, widx, active, aop: str, dtype: DType, operands):
     if aop == "cas" or (aop == "add" and dtype.is_float):
         # Sequential within each address (float rounding and compare-and-swap depend on order).
         def body(cur, x):
-            st, i0, vv, cmpv, act = x
-            cur = jnp.where(st, i0, cur)
+            start, first_value, operand, new_value, act = x
+            cur = jnp.where(start, first_value, cur)
             old = cur
-            if aop == "cas":
-                new = jnp.where(old == vv, cmpv, old)  # vv: compare, cmpv: new value
+            if aop == "cas":  # operand: the compare value
+                new = jnp.where(old == operand, new_value, old)
             else:
-                new = old + vv
+                new = old + operand
             cur = jnp.where(act, new, cur)
             return cur, (old, cur)
 
-        cmp_or_zero = ops[1] if aop == "cas" else jnp.zeros_like(v)
-        _, (old, final) = lax.scan(body, jnp.zeros((), dtype.np_dtype), (starts, init, v, cmp_or_zero, a_s))
+        cas_new = ops[1] if aop == "cas" else jnp.zeros_like(v)
+        _, (old, final) = lax.scan(body, jnp.zeros((), dtype.np_dtype), (starts, init, v, cas_new, a_s))
     else:
-        if aop in ("add", "inc", "dec") and aop != "add":
-            raise NotImplementedError(aop)
         assoc = {"add": (jnp.add, 0), "and": (jnp.bitwise_and, -1), "or": (jnp.bitwise_or, 0),
                  "xor": (jnp.bitwise_xor, 0)}
         if aop in assoc:
@@ -230,9 +227,4 @@ def warp_shuffle(vals, mode: str, b, width, lane):
     return out, valid
 
 
-def jit_safe_popcount(x):
-    return lax.population_count(x)
-
-
 __all__ = ["split_address", "load", "store", "atomic", "warp_shuffle"]
-_ = jax
