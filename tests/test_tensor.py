@@ -36,8 +36,6 @@ def test_wmma_kernel_reproduces_h200_tiles():
     got = res.outputs["D"].view(np.uint32).reshape(n, 16, 16)
     bad = fixture.mismatched_tiles(fixture.TruthSet(ts.meta, a, b, c, d, ts.category[hard]), got)
     assert not bad.any(), f"{bad.sum()} of {n} hard tiles differ"
-    assert res.stats["smsp__inst_executed_pipe_tensor.sum"] == 2 * n  # two HMMA.16816 per wmma tile
-    assert res.stats["emulator__tensor_flops"] == 2 * 16 * 16 * 16 * n
 
 
 def test_wmma_gemm_equals_composed_primitive():
@@ -57,8 +55,6 @@ def test_wmma_gemm_equals_composed_primitive():
         acc = np.asarray(M.mma(at[:, s][:, None], bt[s][None, :], acc, "m16n16k16"))
     want = acc.transpose(0, 2, 1, 3).reshape(mp, np_)[:m, :n]
     assert np.array_equal(c.view(np.uint32), want.view(np.uint32))
-    tiles = 2 * 2 * 4 * 3  # blocks x warps x k steps (padded grid: 2 x 2 blocks of 32 x 32)
-    assert res.stats["smsp__inst_executed_pipe_tensor.sum"] == 2 * tiles
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-5)
 
 
@@ -90,7 +86,7 @@ def test_ldmatrix_and_mma_sync():
     bidx = (lb[..., 0] * 8 + lb[..., 1]).astype(np.int32).reshape(-1)
     cidx = (lc[..., 0] * 8 + lc[..., 1]).astype(np.int32).reshape(-1)
     out = np.zeros(128, np.float32)
-    res = js.launch(ldmatrix_mma, 1, 32, [a.reshape(-1), b.reshape(-1), c.reshape(-1), bidx, cidx, out], counters=False)
+    res = js.launch(ldmatrix_mma, 1, 32, [a.reshape(-1), b.reshape(-1), c.reshape(-1), bidx, cidx, out])
     want = np.asarray(M.mma(a, b, c, "m16n8k16"))
     assert np.array_equal(res.outputs["D"].reshape(16, 8).view(np.uint32), want.view(np.uint32))
     assert res.stats["smsp__inst_executed_pipe_tensor.sum"] == 1
@@ -99,17 +95,23 @@ def test_ldmatrix_and_mma_sync():
 
 @js.kernel(name="wmma_divergent")
 def wmma_divergent(A: Ptr[f16], D: Ptr[f32]):
+    n = A[0]
     a = js.wmma.fragment("a", "m16n16k16", f16)
     b = js.wmma.fragment("b", "m16n16k16", f16)
     c = js.wmma.fragment("accumulator", "m16n16k16", f32)
     js.wmma.fill_fragment(a, 1.0)
     js.wmma.fill_fragment(b, 1.0)
     js.wmma.fill_fragment(c, 0.0)
-    with js.if_(js.laneid() < 16):
+    with js.if_(js.laneid() < n.astype(s32)):  # A[0] = 16: half the warp; 32: all of it
         js.wmma.mma_sync(c, a, b, c)
     js.wmma.store_matrix_sync(D, 0, c, 16, "row")
 
 
-def test_wmma_in_divergent_code_faults():
+def test_wmma_counts_and_divergent_fault():
+    # converged: two tensor instructions (HMMA.16816 halves), 2 m n k flops
+    res = js.launch(wmma_divergent, 1, 32, [np.full(1, 32, np.float16), np.zeros(256, np.float32)])
+    assert np.all(res.outputs["D"] == 16)
+    assert res.stats["smsp__inst_executed_pipe_tensor.sum"] == 2
+    assert res.stats["emulator__tensor_flops"] == 2 * 16 * 16 * 16
     with pytest.raises(js.WarpSyncError, match="wmma_divergent"):
-        js.launch(wmma_divergent, 1, 32, [np.zeros(1, np.float16), np.zeros(256, np.float32)])
+        js.launch(wmma_divergent, 1, 32, [np.full(1, 16, np.float16), np.zeros(256, np.float32)])
