@@ -300,3 +300,21 @@ def test_atomics_serialise_in_lane_order():
     np.testing.assert_array_equal(r["old_exch"], np.concatenate([[-1], np.arange(31)]))
     np.testing.assert_array_equal(r["old_cas"], np.concatenate([[0], np.ones(31, np.int32)]))
     np.testing.assert_array_equal(r["cell"], [69, 31, 31, 1])
+
+
+@js.kernel
+def count_threads(out: Ptr[s32]):
+    t = js.threadIdx.x
+    out[t] = js.laneid() + 100 * js.warpid()
+
+
+@pytest.mark.parametrize("arch", ["g80", "fermi", "h200"])
+def test_partial_warp_lanes_start_inactive(arch):
+    out = np.full(64, -1, np.int32)
+    r = js.launch(count_threads, 1, 40, (out,), arch=arch)  # warp 1 holds 8 threads
+    np.testing.assert_array_equal(r["out"][:40], np.arange(40) % 32 + 100 * (np.arange(40) // 32))
+    assert (r["out"][40:] == -1).all()
+    n_instr = len(r.program.instructions())
+    assert r.stats["smsp__inst_executed.sum"] == 2 * n_instr
+    assert r.stats["smsp__thread_inst_executed.sum"] == 40 * n_instr
+    assert r.stats["simd_efficiency"] == pytest.approx(40 / 64)
