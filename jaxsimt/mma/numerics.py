@@ -4,7 +4,7 @@ Hardware mode works on integer significands and exponents (uint32/int32 only, wi
 two uint32 limbs), so it is exact and immune to XLA's fma contraction and to XLA:CPU's flushing of f32
 subnormals. IEEE mode is plain f32 arithmetic in a fixed, documented order and is differentiable.
 
-The model (after Fasi, Higham, Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ CS
+The model (fitted bit-exact on the H200 fixture; after Fasi, Higham, Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ CS
 2021, and the later Ampere/Hopper studies), for one output element d = c + sum_k a_k * b_k:
 
 1. The k products are split into consecutive groups of `group_size` (a "block FMA").
