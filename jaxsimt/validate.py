@@ -12,7 +12,7 @@ GEMM ladder rungs run too once `jaxsimt.kernels.gemm` provides `VALIDATION`: a m
 name in `ncu_kernels.csv` to an object with `factory()`, `grid`, `block`, `args()` and optionally
 `smem` (the CUDA kernel's shared memory per block) and `check(result)`, like `jaxsimt.kernels.micro.Micro`.
 
-    jaxsimt validate [--arch h200] [--kernels REGEX] [--json]
+    jaxsimt validate [--arch h200] [--kernels REGEX] [--json] [--skip-gemm]
 
 Exit status 0 when every exact metric matches, 1 when one does not, 2 for a usage error.
 """
@@ -85,13 +85,14 @@ class Row:
         return d
 
 
-def entries(pattern: Optional[str] = None, arch: str = "h200") -> dict:
+def entries(pattern: Optional[str] = None, arch: str = "h200", gemm: bool = True) -> dict:
     """name -> runnable entry (micro-kernels, then GEMM rungs when provided), filtered by `pattern`
     (a regular expression searched in the name), only those measured on `arch`."""
     from jaxsimt.kernels.micro import REGISTRY
 
     out = dict(REGISTRY)
-    out.update(gemm_entries())
+    if gemm:
+        out.update(gemm_entries())
     measured = fixtures.ncu_metrics(arch)
     rx = re.compile(pattern) if pattern else None
     return {k: v for k, v in out.items() if k in measured and (rx is None or rx.search(k))}
@@ -168,6 +169,11 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _program(kernel: str, arch: str) -> str:
+    k = fixtures.ncu_kernels(arch).get(kernel)
+    return k.program if k is not None else "?"
+
+
 def _print_table(rows: list[Row], arch: str, skipped: list[str], seconds: float, show_all: bool) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -187,6 +193,19 @@ def _print_table(rows: list[Row], arch: str, skipped: list[str], seconds: float,
         table.add_row(r.kernel, SHORT.get(r.metric, r.metric), _fmt(r.hardware), _fmt(r.emulator),
                       _fmt(r.difference) if not r.ok else "0", mark, style=style)
     console.print(table)
+    by_prog = Table(title="summary by program")
+    for col in ("program", "kernels", "exact metrics equal", "mismatches", "informational equal"):
+        by_prog.add_column(col, justify="left" if col == "program" else "right")
+    programs: dict[str, list[Row]] = {}
+    for r in rows:
+        programs.setdefault(_program(r.kernel, arch), []).append(r)
+    for prog, rs in programs.items():
+        ex = [r for r in rs if r.exact]
+        info = [r for r in rs if not r.exact]
+        by_prog.add_row(prog, str(len({r.kernel for r in rs})), f"{sum(r.ok for r in ex)} / {len(ex)}",
+                        str(sum(not r.ok for r in ex)), f"{sum(r.ok for r in info)} / {len(info)}" if info else "-",
+                        style=None if all(r.ok for r in ex) else "bold red")
+    console.print(by_prog)
     s = summary(rows)
     console.print(f"{s['kernels']} kernels; exact metrics matching: {s['exact_matched']} / {s['exact_compared']}"
                   f"; informational: {s['info_matched']} / {s['info_compared']} equal; {seconds:.0f} s")
@@ -200,6 +219,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", default="h200", help="architecture with fixtures (only h200 has them)")
     p.add_argument("--kernels", default=None, metavar="REGEX", help="only kernels whose name matches")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--skip-gemm", action="store_true",
+                   help="leave the GEMM ladder rungs out (minutes each at the profiled 256^3)")
     p.add_argument("--all-rows", action="store_true", help="also list counters that are zero on both sides")
     return p
 
@@ -218,7 +239,7 @@ def main(argv: "list[str] | None" = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
-        selected = entries(args.kernels, arch)
+        selected = entries(args.kernels, arch, gemm=not args.skip_gemm)
     except re.error as err:
         print(f"error: bad --kernels pattern: {err}", file=sys.stderr)
         return 2
@@ -227,7 +248,9 @@ def main(argv: "list[str] | None" = None) -> int:
         return 2
     skipped = []
     gemm_measured = fixtures.kernels_of("gemm_ladder", arch)
-    if gemm_measured and not gemm_entries():
+    if gemm_measured and args.skip_gemm:
+        skipped.append("GEMM ladder: --skip-gemm")
+    elif gemm_measured and not gemm_entries():
         skipped.append(f"GEMM ladder ({', '.join(gemm_measured)}): jaxsimt.kernels.gemm provides no VALIDATION "
                        f"entries yet")
     t0 = time.perf_counter()
