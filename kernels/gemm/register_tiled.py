@@ -5,7 +5,8 @@ in shared memory (A transposed, `As[k][m]`), warps arranged WARPS_M x WARPS_N wi
 an MR x NR register micro-tile per lane updated by outer products. As nvcc compiles it
 (`jaxsimt/data/h200/sass/gemm_ladder.sass`), the micro-tile fragments `As[k][m0..m0+3]` and
 `Bs[k][n0..n0+3]` are each one 16-byte vector load (`LDS.128`); the panel loads and stores and the C
-stores are scalar.
+stores are scalar. nvcc unrolls the loop over the BK k of a panel; here it is a loop (the same loads in
+the same order, far fewer instructions to compile).
 """
 # No `from __future__ import annotations`: the DSL reads the parameter annotations as objects.
 
@@ -97,7 +98,7 @@ def make_register_tiled(BM: int = 64, BN: int = 64, BK: int = 8, WM: int = 32, W
                     v.set(B[gr * N + gc])
                 Bs[k, n] = v
             js.syncthreads()
-            for k in rng(BK):
+            for k in js.range(BK):
                 a = [x for i in rng(0, MR, va) for x in _as_tuple(As.load((k, m0 + i), va))]
                 b = [x for j in rng(0, NR, vb) for x in _as_tuple(Bs.load((k, n0 + j), vb))]
                 for i in rng(MR):

@@ -60,7 +60,7 @@ def make_smem_tiled(T: int = TILED_T):
             A_shared[ty, tx] = guarded_load(A, row * K + t + tx, (row < M) & (t + tx < K))
             B_shared[ty, tx] = guarded_load(B, (t + ty) * N + col, (t + ty < K) & (col < N))
             js.syncthreads()
-            for k0 in builtins.range(0, T, VEC):
+            for k0 in js.range(0, T, VEC):
                 a = A_shared.load((ty, k0), VEC)
                 for kk in builtins.range(VEC):
                     acc.set(js.fma(a[kk], B_shared[k0 + kk, tx], acc))
@@ -111,7 +111,7 @@ def make_coarsened(T: int = COARSE_T, COARSEN: int = COARSE_K):
                     br, bc = t + ty + wr * S, colBase + wc * S
                     B_shared[ty + wr * S, tx + wc * S] = guarded_load(B, br * N + bc, (br < K) & (bc < N))
             js.syncthreads()
-            for k0 in rng(0, T, VEC):
+            for k0 in js.range(0, T, VEC):
                 a = [A_shared.load((ty + wr * S, k0), VEC) for wr in rng(COARSEN)]
                 for kk in rng(VEC):
                     b = [B_shared[k0 + kk, tx + wc * S] for wc in rng(COARSEN)]
