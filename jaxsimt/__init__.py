@@ -2,7 +2,17 @@
 
 Write kernels with the DSL (`@jaxsimt.kernel`), run them with `jaxsimt.launch`, read `result.stats`.
 """
-from jaxsimt import arch
+import os as _os
+
+# In a source checkout `kernels/` sits beside this package (wheels install it as jaxsimt/kernels):
+# let `jaxsimt.kernels` resolve there too, so the checkout works without installing.
+_here = _os.path.dirname(_os.path.abspath(__file__))
+_source_checkout = _os.path.dirname(_here)
+if not _os.path.isdir(_os.path.join(_here, "kernels")) and _os.path.isfile(
+        _os.path.join(_source_checkout, "kernels", "__init__.py")):
+    __path__.append(_source_checkout)  # type: ignore[name-defined]
+
+from jaxsimt import arch  # noqa: E402
 from jaxsimt.arch import ARCHS, Arch, get_arch
 from jaxsimt.dsl import (
     FULL_MASK, Kernel, KernelTraceError, Ptr, Value, Var, all_sync, any_sync, ballot_sync, blockDim, blockIdx,

@@ -51,14 +51,6 @@ class WarpSyncError(SimtError):
     """A warp-synchronous Tensor Core instruction (wmma, mma.sync, ldmatrix) executed by a warp whose 32
     lanes are not all active."""
 
-    def __init__(self, msg: str = ""):
-        # launches format the codes they know; for this one keep the kernel name and say what happened
-        if "step budget" in msg:
-            kernel = msg.split(":", 1)[0]
-            msg = (f"{kernel}: a warp-synchronous Tensor Core instruction (wmma / mma.sync / ldmatrix) "
-                   f"ran with only some lanes of its warp active (divergent or partial warp)")
-        super().__init__(msg)
-
 
 WARP_SYNC = 9
 FAULT_CLASS[WARP_SYNC] = WarpSyncError

@@ -134,7 +134,8 @@ def _machine(prog: Program, geo: Geometry, layout: Layout, options: Options) -> 
 def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch] = "h200", *,
            regs: Optional[int] = None, max_steps: int = 2_000_000, stack_depth: int = 16,
            blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True,
-           counters: bool = True, optimize: Optional[bool] = None) -> LaunchResult:
+           counters: bool = True, optimize: Optional[bool] = None, ctas: Optional[Sequence[int]] = None,
+           data: bool = True) -> LaunchResult:
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
     parameters, Python/numpy scalars for the others) on architecture `arch`.
 
@@ -144,7 +145,9 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     op by op (False; same results and counters, for debugging); counters: run the memory model on every
     global and shared access (requests, sectors, wavefronts, bank conflicts); optimize: compile with full
     backend optimisation (default: only for launches of more than 32K threads, where run time dominates;
-    small launches compile ~3x faster without it).
+    small launches compile ~3x faster without it); ctas: run only these blocks (linear ids, x fastest) of
+    the grid — their counters, e.g. one block per class of identical blocks; data=False: counters only —
+    memory is not read or written (loads give zeros), for kernels whose control flow ignores the data.
     """
     prog = _program_of(kernel)
     arch = get_arch(arch)
@@ -168,29 +171,36 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
 
     tpb = block[0] * block[1] * block[2]
     n_ctas = grid[0] * grid[1] * grid[2]
+    run_ctas = np.arange(n_ctas, dtype=np.int64) if ctas is None else np.asarray(ctas, np.int64).reshape(-1)
+    if run_ctas.size == 0 or run_ctas.min() < 0 or run_ctas.max() >= n_ctas:
+        raise errors.LaunchConfigError(f"kernel {prog.name}: ctas must be block ids in [0, {n_ctas})")
     wpb = -(-tpb // arch.warp_size)
     # Blocks per wave: a power of two (padding blocks start finished), so grids of similar sizes share
     # one compiled machine.
     cpw = blocks_per_wave or max(1, DEFAULT_THREADS_PER_WAVE // (wpb * arch.warp_size))
-    cpw = min(_pow2(cpw), _pow2(n_ctas)) if blocks_per_wave is None else min(cpw, n_ctas)
-    n_waves = -(-n_ctas // cpw)
+    cpw = min(_pow2(cpw), _pow2(run_ctas.size)) if blocks_per_wave is None else min(cpw, run_ctas.size)
+    n_waves = -(-run_ctas.size // cpw)
+    cta_table = np.full(n_waves * cpw, n_ctas, np.int32)
+    cta_table[:run_ctas.size] = run_ctas
     geo = Geometry(block, arch.warp_size, cpw, stack_depth)
     bases, sizes, words = _layout(prog, arrays, arch)
+    if not data:
+        words = 1024  # counters only: the layout's addresses are real, the memory is not there
     layout = Layout(words, -(-prog.shared_bytes // 4))
     if optimize is None:
         optimize = cpw * wpb * arch.warp_size > 32768
     options = Options(max_steps=max_steps, trace_steps=max_steps if trace else 0,
-                      arch=arch if counters else None, optimize=bool(optimize))
+                      arch=arch if counters else None, optimize=bool(optimize), data=bool(data))
 
     gmem = np.zeros(words * 4, np.uint8)
     for p in prog.params:
-        if p.is_pointer:
+        if p.is_pointer and data:
             b = bases[p.index]
             gmem[b:b + arrays[p.index].nbytes] = arrays[p.index].view(np.uint8).reshape(-1)
     with jax.enable_x64(True):
         m = _machine(prog, geo, layout, options)
         dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(bases, jnp.int64),
-                  jnp.asarray(sizes, jnp.int64), tuple(jnp.asarray(s) for s in scalars))
+                  jnp.asarray(sizes, jnp.int64), tuple(jnp.asarray(s) for s in scalars), jnp.asarray(cta_table))
         gm = jnp.asarray(gmem.view(np.uint32))
         cnt = m.zero_counters()
         traces, total_steps = [], 0
@@ -210,7 +220,10 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
 
     outputs, final_args = {}, []
     for p, a in zip(prog.params, args):
-        if p.is_pointer:
+        if p.is_pointer and not data:
+            outputs[p.name] = None
+            final_args.append(None)
+        elif p.is_pointer:
             src = arrays[p.index]
             b = bases[p.index]
             out = gm_np[b:b + src.nbytes].copy().view(src.dtype).reshape(src.shape)
@@ -252,11 +265,11 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
             row = {"pc": pc, "block": blk.index, "op": ins.op, "line": ins.loc.line if ins.loc else 0,
                    "source": ins.loc.text.strip() if ins.loc else "",
                    "warp_exec": int(warp_exec[blk.index]), "thread_exec": int(thread_exec[blk.index])}
-            if ins.op in ("ld", "st", "atom"):
-                space = ins.attr("space")
+            if ins.op in ("ld", "st", "atom", "tensor.ldmatrix"):
+                space = ins.attr("space", "shared")
                 row["space"] = space
                 row.update({k: int(v) for k, v in zip(MEM_COLUMNS, mem[pc])})
-                op = _GLOBAL_OP[ins.op]
+                op = _GLOBAL_OP.get(ins.op, "ld")
                 if space in ("global", "generic"):
                     for col, metric in (("requests", "l1tex__t_requests_pipe_lsu_mem_global_op_{}.sum"),
                                         ("sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_{}.sum"),
@@ -345,6 +358,9 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_s
     if code == errors.STACK_OVERFLOW:
         return cls(f"{k}: reconvergence stack overflow (depth {geo.depth}){where}; block {blk}, warp "
                    f"{warp % geo.warps_per_block}; raise stack_depth= if the nesting is legitimate")
+    if code == errors.WARP_SYNC:
+        return cls(f"{k}: warp-synchronous instruction executed by a diverged or partial warp{where}; {who} "
+                   f"(every lane of the warp must execute it together)")
     if code == errors.DEADLOCK:
         return cls(f"{k}: deadlock: no warp can make progress (wave {wave})")
     return cls(f"{k}: exceeded the step budget of {max_steps} steps in wave {wave} (a runaway loop?); "

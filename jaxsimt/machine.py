@@ -72,6 +72,7 @@ class Dyn(NamedTuple):
     bases: jnp.ndarray  # [n_params] int64  byte address of each array argument (-1: scalar)
     sizes: jnp.ndarray  # [n_params] int64  bytes of each array argument
     scalars: tuple = ()  # values of the scalar parameters, in parameter order
+    ctas: jnp.ndarray = None  # [waves * ctas_per_wave] int32  linear ids of the blocks to run (n_ctas: none)
 
 
 class State(NamedTuple):
@@ -98,6 +99,8 @@ class Options(NamedTuple):
     trace_steps: int  # 0: no trace
     arch: Optional[object] = None  # the Arch whose memory model counts requests/sectors/wavefronts
     optimize: bool = True  # full XLA backend optimisation (slower compile, ~2x faster run)
+    data: bool = True  # False: addresses are computed, checked and counted, but memory is not touched
+    # (loads read zeros, stores are dropped): counters of kernels whose control flow ignores data
 
 
 # Block terminator kinds as integers (tables indexed by the running block)
@@ -273,6 +276,10 @@ class _Exec:
         if m.options.arch is not None and name in ("gmem", "smem"):
             self.mem = m.count_memory(self.mem, pc, ins.op, name, addr, nbytes, ok)
         words = getattr(self, name)
+        if not m.options.data:  # counters only
+            for r in ins.dst:
+                self.write(r, jnp.zeros(ok.shape, r.dtype.np_dtype))
+            return
         if ins.op == "ld":
             for r, v in zip(ins.dst, lsu.load(words, widx, boff, ok, t, vec)):
                 self.write(r, v)
@@ -382,12 +389,13 @@ class Machine:
     def thread_linear(self):
         return self.warp_in_cta[:, None] * self.geo.warp_size + self.lane[None, :]
 
-    def cta_linear(self, wave):
-        return wave * self.geo.ctas_per_wave + self.cta_of_warp
+    def cta_linear(self, wave, dyn: Dyn):
+        """[W] linear block id of each warp's block in this wave."""
+        return dyn.ctas[wave * self.geo.ctas_per_wave + self.cta_of_warp]
 
     def valid_mask(self, wave, dyn: Dyn):
         t = self.thread_linear()
-        ok = (t < self.geo.threads_per_block) & (self.cta_linear(wave) < dyn.n_ctas)[:, None]
+        ok = (t < self.geo.threads_per_block) & (self.cta_linear(wave, dyn) < dyn.n_ctas)[:, None]
         return self.pack(ok)
 
     def special(self, name: str, wave, dyn: Dyn):
@@ -395,7 +403,7 @@ class Machine:
         bx, by, bz = g.block
         gx, gy, gz = dyn.grid[0], dyn.grid[1], dyn.grid[2]
         t = self.thread_linear()
-        c = self.cta_linear(wave)[:, None]
+        c = self.cta_linear(wave, dyn)[:, None]
         vals = {
             "tid.x": lambda: t % bx, "tid.y": lambda: (t // bx) % by, "tid.z": lambda: t // (bx * by),
             "ntid.x": lambda: bx, "ntid.y": lambda: by, "ntid.z": lambda: bz,
