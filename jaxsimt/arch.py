@@ -102,6 +102,10 @@ class Arch:
     # groups of this many consecutive lanes and each group with an active lane costs at least one wavefront
     # (Fermi+: 8-byte accesses per half-warp, 16-byte per quarter-warp; G80: always per half-warp)
     shared_group_lanes: tuple[tuple[int, int], ...] = ((1, 32), (2, 32), (4, 32), (8, 16), (16, 8))
+    # access sizes for which the two groups of a half-warp that request the identical set of words are
+    # served in one pass (H200: an LDS.128 whose two quarter-warps read the same 16-byte chunks costs one
+    # wavefront per half-warp, measured in the GEMM ladder's tiled rungs)
+    shared_pair_identical_groups: tuple[int, ...] = (16,)
     # how lanes reading the same bank word share it: "multicast" (any number of words per wavefront, Fermi+)
     # or "one_broadcast_word" (one broadcast word per step, one address per other bank: compute capability 1.x)
     shared_multicast: str = "multicast"
@@ -157,6 +161,7 @@ G80 = Arch(
     alloc_alignment=256,
     register_banks=4,
     shared_group_lanes=((1, 16), (2, 16), (4, 16), (8, 16), (16, 16)),
+    shared_pair_identical_groups=(),
     shared_multicast="one_broadcast_word",
     global_request_lanes=((1, 16), (2, 16), (4, 16), (8, 16), (16, 16)),
     timing=Timing(

@@ -122,6 +122,13 @@ def _broadcast_word_group(words: jax.Array, banks: jax.Array, valid: jax.Array) 
     return steps
 
 
+def _same_word_set(w0, v0, w1, v1) -> jax.Array:
+    """Both groups have an active lane and request exactly the same set of words. [E] each -> bool."""
+    in1 = jnp.any((w0[:, None] == w1[None, :]) & v1[None, :], axis=1)
+    in0 = jnp.any((w1[:, None] == w0[None, :]) & v0[None, :], axis=1)
+    return jnp.any(v0) & jnp.any(v1) & jnp.all(in1 | ~v0) & jnp.all(in0 | ~v1)
+
+
 def _min_wavefronts(words: jax.Array, valid: jax.Array, num_banks: int) -> jax.Array:
     """Conflict-free minimum of one group: ceil(distinct words / banks). [E] -> int32 scalar."""
     distinct = jnp.sum(valid & ~_earlier_same(words, valid)).astype(jnp.int32)
@@ -157,6 +164,12 @@ def bank_access(arch: "Arch | str", addresses: jax.Array, size: int, active: jax
         raise ValueError(f"unknown shared_multicast rule {arch.shared_multicast!r}")
     waves = per_group(g_words, g_banks, g_valid)  # [n_groups]
     minimum = jax.vmap(lambda w, v: _min_wavefronts(w, v, arch.shared_banks))(g_words, g_valid)
+    if size in arch.shared_pair_identical_groups and n_groups % 2 == 0:
+        # the second group of a pair asking for exactly the first one's words rides along for free
+        same = jax.vmap(_same_word_set)(g_words[0::2], g_valid[0::2], g_words[1::2], g_valid[1::2])
+        free = jnp.zeros((n_groups,), bool).at[1::2].set(same)
+        waves = jnp.where(free, 0, waves)
+        minimum = jnp.where(free, 0, minimum)
     wavefronts = jnp.sum(waves).astype(jnp.int32)
     return BankAccess(
         wavefronts=wavefronts,
