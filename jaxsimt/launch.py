@@ -135,7 +135,7 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
            regs: Optional[int] = None, max_steps: int = 2_000_000, stack_depth: int = 16,
            blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True,
            counters: bool = True, optimize: Optional[bool] = None, ctas: Optional[Sequence[int]] = None,
-           data: bool = True) -> LaunchResult:
+           data: bool = True, local_bytes: int = 0) -> LaunchResult:
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
     parameters, Python/numpy scalars for the others) on architecture `arch`.
 
@@ -147,7 +147,9 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     backend optimisation (default: only for launches of more than 32K threads, where run time dominates;
     small launches compile ~3x faster without it); ctas: run only these blocks (linear ids, x fastest) of
     the grid — their counters, e.g. one block per class of identical blocks; data=False: counters only —
-    memory is not read or written (loads give zeros), for kernels whose control flow ignores the data.
+    memory is not read or written (loads give zeros), for kernels whose control flow ignores the data;
+    local_bytes: per-thread local memory (space "local"; byte offsets in the thread's own window, zeroed
+    at launch, not counted as global or shared traffic).
     """
     prog = _program_of(kernel)
     arch = get_arch(arch)
@@ -186,7 +188,9 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     bases, sizes, words = _layout(prog, arrays, arch)
     if not data:
         words = 1024  # counters only: the layout's addresses are real, the memory is not there
-    layout = Layout(words, -(-prog.shared_bytes // 4))
+    if local_bytes < 0:
+        raise errors.LaunchConfigError(f"kernel {prog.name}: local_bytes must be >= 0, got {local_bytes}")
+    layout = Layout(words, -(-prog.shared_bytes // 4), -(-int(local_bytes) // 4))
     if optimize is None:
         optimize = cpw * wpb * arch.warp_size > 32768
     options = Options(max_steps=max_steps, trace_steps=max_steps if trace else 0,

@@ -50,13 +50,15 @@ def test_dynamic_shared_sized_at_launch():
     assert prog.shared_bytes == 2048 and prog.shared[0].nbytes == 2048
 
 
-def test_const_global_local_become_hidden_arrays():
+def test_const_global_hidden_arrays_local_memory():
     prog = lower(mod("constant_mem"), "constant_mem")
     assert [(h.name, h.kind) for h in prog.ptx_hidden] == [("coeffs", "const"), ("call_count", "global"),
                                                           ("scale", "global")]
     assert np.frombuffer(prog.ptx_hidden[0].data, np.float32)[4] == np.float32(0.4)
     loc = lower(mod("local_array"), "local_array")
-    assert loc.ptx_hidden[-1].kind == "local" and loc.ptx_hidden[-1].frame == 128
+    assert loc.ptx_hidden == [] and loc.ptx_local_bytes == 128
+    accesses = [i for b in loc.blocks for i in b.all_instrs() if i.op in ("ld", "st") and i.attr("space") == "local"]
+    assert accesses and all(i.attr("array") is None for i in accesses)
 
 
 def test_tensor_instructions_refused_by_name_and_line():

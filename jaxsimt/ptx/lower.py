@@ -3,8 +3,9 @@
 Basic blocks split at labels and after `bra`, `bar.sync`, `ret` and `exit`; `.func` bodies are inlined at
 each `call` (recursion is refused). Predicated non-branch instructions stay in their block as one guarded
 instruction (`ptx.guard`: the inner instruction runs for the lanes whose predicate holds), which is how the
-hardware issues them. Module-scope `.const` and `.global` variables, and the per-thread `.local` frame,
-become hidden array arguments appended after the kernel's own (see `Program.ptx_hidden`); `.shared`
+hardware issues them. Module-scope `.const` and `.global` variables
+become hidden array arguments appended after the kernel's own (see `Program.ptx_hidden`); the per-thread `.local`
+frame is the machine's local memory (`Program.ptx_local_bytes` per thread, space "local"); `.shared`
 variables (static, and `.extern` dynamic sized by `dynamic_smem`) become the Program's shared layout.
 """
 from __future__ import annotations
@@ -34,8 +35,7 @@ _TENSOR = {"wmma.load", "wmma.store", "wmma.mma", "mma", "ldmatrix", "stmatrix",
 
 @dataclass(frozen=True)
 class Hidden:
-    """A hidden array argument: a module variable (`kind` const/global, `data` its initial bytes) or the
-    local frames (`kind` local, `frame` bytes per thread)."""
+    """A hidden array argument: a module variable (`kind` const/global, `data` its initial bytes)."""
 
     index: int
     name: str
@@ -287,8 +287,6 @@ class _Lowerer:
         self.module_vars()
         self.layout_shared()
         self.layout_local()
-        if self.local_frame:
-            self.add_hidden("__local_frames", "local", frame=self.local_frame)
         self.open_block(("$entry", 0))
         ctx = _Ctx(entry, 0, {}, None, (entry.name,))
         self.body(ctx)
@@ -323,6 +321,7 @@ class _Lowerer:
         prog = finalize(prog)
         prog.ptx_hidden = list(self.hidden)
         prog.ptx_user_params = len(self.entry.params)
+        prog.ptx_local_bytes = self.local_frame
         return prog
 
     def body(self, ctx: _Ctx):
@@ -497,9 +496,9 @@ class _Lowerer:
                 self.fail(ins, "address of a variable plus an offset")
             self.emit("param", [r], [], loc, index=h.index)
         elif (ctx.fn.name, name) in self.local_off:
-            h = self.hidden_of["__local_frames"]
-            self.emit("ptx.localaddr", [r], [], loc, array=h.index, frame=h.frame,
-                      offset=self.local_off[(ctx.fn.name, name)] + offset)
+            # a local variable's address is its byte offset in the thread's local window
+            self.emit("mov", [r], [Imm(self.local_off[(ctx.fn.name, name)] + offset, r.dtype)], loc,
+                      type=r.dtype.name)
         else:
             self.fail(ins, f"address of {name} (not a shared, const, global or local variable)")
 
@@ -808,15 +807,6 @@ class _Lowerer:
         vals = list(val_op.elems) if isinstance(val_op, ast.Vec) else [val_op]
         if len(vals) != vec:
             self.fail(ins, "vector width does not match the operand")
-        if space == "local":
-            h = self.hidden_of["__local_frames"]
-            if op == "ld":
-                self.emit("ptx.local", [self.dst(v, ctx, ins) for v in vals], [src0], loc, kind="ld", type=ty,
-                          vec=vec, array=h.index, frame=h.frame, offset=attrs["offset"])
-            else:
-                self.emit("ptx.local", (), [src0] + [self.src(v, ctx, t, ins, loc) for v in vals], loc, kind="st",
-                          type=ty, vec=vec, array=h.index, frame=h.frame, offset=attrs["offset"])
-            return
         if space == "tex":
             self.fail(ins, "texture memory not supported")
         attrs = dict(attrs, space=space, type=ty, vec=vec)
@@ -933,10 +923,7 @@ def hidden_arrays(prog: Program, grid, block) -> list:
     g = np.prod([int(v) for v in (list(grid) + [1, 1])[:3]])
     b = np.prod([int(v) for v in (list(block) + [1, 1])[:3]])
     for h in getattr(prog, "ptx_hidden", []):
-        if h.kind == "local":
-            out.append(np.zeros(int(g * b) * h.frame, np.uint8))
-        else:
-            out.append(np.frombuffer(h.data, np.uint8).copy() if h.data else np.zeros(1, np.uint8))
+        out.append(np.frombuffer(h.data, np.uint8).copy() if h.data else np.zeros(1, np.uint8))
     return out
 
 

@@ -2,7 +2,8 @@
 
 Which parameters are pointers is decided by the arguments (numpy arrays -> pointers to their element
 type, anything else -> a scalar of the parameter's PTX type). Hidden arrays (module `.const`/`.global`
-variables, per-thread `.local` frames) are appended to the arguments; the result keeps the `.global`
+variables) are appended to the arguments; the per-thread `.local` frame is the machine's local memory
+(`local_bytes=` of `jaxsimt.launch`, at least the frame's size); the result keeps the `.global`
 variables' final contents in `outputs` under their PTX names and drops the rest.
 """
 from __future__ import annotations
@@ -48,6 +49,7 @@ def launch(ptx_text_or_path, kernel_name, grid, block, args: Sequence[Any] = (),
     args = [np.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
     prog = lower(module, kernel_name, args, dynamic_smem=dynamic_smem)
     hidden = hidden_arrays(prog, _dims(grid), _dims(block))
+    launch_kwargs["local_bytes"] = max(int(launch_kwargs.get("local_bytes", 0)), prog.ptx_local_bytes)
     res = _launch(prog, grid, block, list(args) + hidden, arch, **launch_kwargs)
     n = prog.ptx_user_params
     for h in prog.ptx_hidden:

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxsimt import alu, errors, lsu
+from jaxsimt import alu, lsu
 from jaxsimt import types as T
 from jaxsimt.machine import EXTRA_OPS
 
@@ -645,50 +645,6 @@ def shfl(ex, ins, pc):
     ex.write(ins.dst[0], jnp.take_along_axis(a, j, axis=-1))
     if len(ins.dst) > 1:
         ex.write(ins.dst[1], ok)
-
-
-# ------------------------------------------------------------------------------------------ memory
-
-
-def _local_region(ex, ins):
-    """Per-lane base and size of the thread's local frame (a hidden global array, one frame per thread)."""
-    m = ex.m
-    idx, frame = ins.attr("array"), ins.attr("frame")
-    base = ex.dyn.bases[idx]
-    gtid = m.special("gtid", ex.wave, ex.dyn).astype(jnp.int64)
-    return base + gtid * frame, frame
-
-
-@_op("localaddr")
-def localaddr(ex, ins, pc):
-    """`mov %SPL, __local_depot`: the address of this thread's local frame (+ the variable's offset)."""
-    start, _ = _local_region(ex, ins)
-    ex.write(ins.dst[0], (start + ins.attr("offset")).astype(jnp.uint64))
-
-
-@_op("local")
-def local_mem(ex, ins, pc):
-    """ld.local / st.local through the thread's frame; out-of-frame or misaligned accesses fault. Local
-    accesses add nothing to the global or shared counters."""
-    t = _t(ins)
-    vec = ins.attr("vec", 1)
-    nbytes = t.size * vec
-    start, frame = _local_region(ex, ins)
-    act = ex.active
-    addr = jnp.broadcast_to(ex.read(ins.src[0], T.u64).astype(jnp.int64) + ins.attr("offset", 0), act.shape)
-    rel = addr - start
-    oob = act & ((rel < 0) | (rel + nbytes > frame))
-    mis = act & ~oob & ((addr % nbytes) != 0)
-    ex.record_fault(errors.OOB_LOCAL, pc, oob, rel)
-    ex.record_fault(errors.MISALIGNED, pc, mis, rel)
-    ok = act & ~oob & ~mis
-    widx, boff = lsu.split_address(addr)
-    if ins.attr("kind") == "ld":
-        for r, v in zip(ins.dst, lsu.load(ex.gmem, widx, boff, ok, t, vec)):
-            ex.write(r, v)
-    else:
-        vals = [jnp.broadcast_to(ex.read(s, t), ok.shape) for s in ins.src[1:]]
-        ex.gmem = lsu.store(ex.gmem, widx, boff, ok, vals, t)
 
 
 _ = jax
