@@ -59,18 +59,55 @@ def _require_converged(ex, pc: int):
     ex.record_fault(errors.WARP_SYNC, pc, live & ~ex.active, 0)
 
 
-def _frag(ex, regs) -> jax.Array:
-    """[W, 32, n] fragment from n registers."""
-    return jnp.stack([jnp.broadcast_to(ex.read(r), ex.active.shape) for r in regs], axis=-1)
+def _frag(ex, regs, dtype=None) -> jax.Array:
+    """[W, 32, n] fragment from n registers (read as `dtype` when given)."""
+    return jnp.stack([jnp.broadcast_to(ex.read(r, dtype), ex.active.shape) for r in regs], axis=-1)
+
+
+def _elements(ex, regs, dtype, packed: bool, n: int) -> jax.Array:
+    """[W, 32, n] fragment elements of type `dtype` from registers: one element per register, or
+    (`packed`, PTX's .f16x2 / .bf16x2 .b32 registers) two 16-bit elements per register, element 2j in
+    the low half of register j. The first n elements are the fragment (WMMA fragments in PTX
+    registers may hold more: the rest are copies)."""
+    if not packed:
+        return _frag(ex, regs, dtype)[..., :n]
+    u = _frag(ex, regs, T.u32)
+    halves = jnp.stack([u & 0xFFFF, u >> 16], axis=-1).reshape(u.shape[:-1] + (2 * len(regs),))
+    return jax.lax.bitcast_convert_type(halves[..., :n].astype(jnp.uint16), dtype.np_dtype)
+
+
+def _write_elements(ex, regs, frag, packed: bool):
+    """Inverse of `_elements`: fragment elements into registers; with `packed`, the registers beyond
+    the fragment's elements get copies of the first ones (cyclically)."""
+    n = frag.shape[-1]
+    if not packed:
+        for j, r in enumerate(regs):
+            ex.write(r, frag[..., j % n])
+        return
+    h = jax.lax.bitcast_convert_type(frag, jnp.uint16).astype(jnp.uint32)
+    for j, r in enumerate(regs):
+        lo, hi = h[..., (2 * j) % n], h[..., (2 * j + 1) % n]
+        ex.write(r, lo | (hi << 16))
 
 
 def _exec_mma(ex, ins, pc: int):
+    """tensor.mma. Optional attrs (the PTX form): `acc` (accumulator type name), `packed_ab` / `packed_cd`
+    (16-bit elements packed two per .b32 register); without them every register holds one element of
+    its own type (the DSL form)."""
     _require_converged(ex, pc)
     shape, it, mode = ins.attr("shape"), ins.attr("itype"), ins.attr("mode")
     na, nb = ins.attr("na"), ins.attr("nb")
-    a = layouts.tile_from_fragment(_frag(ex, ins.src[:na]), "a", shape, it)
-    b = layouts.tile_from_fragment(_frag(ex, ins.src[na:na + nb]), "b", shape, it)
-    c = layouts.tile_from_fragment(_frag(ex, ins.src[na + nb:]), "c", shape, it)
+    pab, pcd = bool(ins.attr("packed_ab", False)), bool(ins.attr("packed_cd", False))
+    in_t = _IN_TYPES[it]
+    acc_name = ins.attr("acc")
+    acc_t = _ACC_TYPES[acc_name] if acc_name is not None else ins.src[na + nb].dtype
+
+    def n_of(operand):
+        return layouts.fragment_layout(shape, operand, it).shape[1]
+
+    a = layouts.tile_from_fragment(_elements(ex, ins.src[:na], in_t, pab, n_of("a")), "a", shape, it)
+    b = layouts.tile_from_fragment(_elements(ex, ins.src[na:na + nb], in_t, pab, n_of("b")), "b", shape, it)
+    c = layouts.tile_from_fragment(_elements(ex, ins.src[na + nb:], acc_t, pcd, n_of("c")), "c", shape, it)
     half = ins.attr("half")
     if half is None:
         d = ops.mma(a, b, c, shape, mode, input_type=it)
@@ -79,10 +116,9 @@ def _exec_mma(ex, ins, pc: int):
         n = ins.attr("n_half")
         cols = slice(half * n, (half + 1) * n)
         sub = ops.mma(a, b[..., cols], c[..., cols], ins.attr("instr_shape"), mode, input_type=it)
-        old = layouts.tile_from_fragment(_frag(ex, ins.dst), "d", shape, it)
+        old = layouts.tile_from_fragment(_elements(ex, ins.dst, acc_t, pcd, n_of("d")), "d", shape, it)
         fd = layouts.fragment_from_tile(old.at[..., cols].set(sub), "d", shape, it)
-    for j, r in enumerate(ins.dst):
-        ex.write(r, fd[..., j])
+    _write_elements(ex, ins.dst, fd, pcd)
 
 
 def _ldmatrix_table(num: int, trans: bool) -> np.ndarray:
@@ -107,6 +143,11 @@ def _exec_ldmatrix(ex, ins, pc: int):
     halves = jnp.stack([words & 0xFFFF, words >> 16], axis=-1).reshape(words.shape[:2] + (8,))
     tab = _ldmatrix_table(num, trans)
     vals = halves[:, tab[..., 0], tab[..., 1]].astype(jnp.uint16)  # [W, 32, num, 2]
+    if ins.attr("packed", False):  # PTX: destination register j holds matrix j's two b16 elements
+        v32 = vals.astype(jnp.uint32)
+        for j, r in enumerate(ins.dst):
+            ex.write(r, v32[..., j, 0] | (v32[..., j, 1] << 16))
+        return
     t = T.BY_NAME[ins.attr("type")]
     for j, r in enumerate(ins.dst):
         ex.write(r, jax.lax.bitcast_convert_type(vals[..., j // 2, j % 2], t.np_dtype))
@@ -121,11 +162,18 @@ machine.EXTRA_OPS["tensor.ldmatrix"] = _exec_ldmatrix
 # ---------------------------------------------------------------------------------------------
 
 
-def _emit_mma(dst_regs, a_regs, b_regs, c_regs, shape, it, mode, **extra):
+def _emit_mma_into(emit, dst_regs, a_regs, b_regs, c_regs, shape, it, mode, loc=None, **extra):
+    """Emit one tensor.mma through `emit(op, dst, src, loc, **attrs)` (the DSL builder or the PTX lowering)."""
     s = layouts.SHAPES[extra.get("instr_shape", shape)]
-    _builder().emit("tensor.mma", list(dst_regs), list(a_regs) + list(b_regs) + list(c_regs), shape=shape,
-                    itype=it, mode=mode, na=len(a_regs), nb=len(b_regs), pipe="tensor",
-                    flops=2 * s.m * s.n * s.k, **extra)
+    return emit("tensor.mma", list(dst_regs), list(a_regs) + list(b_regs) + list(c_regs), loc, shape=shape,
+                itype=it, mode=mode, na=len(a_regs), nb=len(b_regs), pipe="tensor", flops=2 * s.m * s.n * s.k,
+                **extra)
+
+
+def _emit_mma(dst_regs, a_regs, b_regs, c_regs, shape, it, mode, **extra):
+    bld = _builder()
+    _emit_mma_into(lambda op, dst, src, _loc, **attrs: bld.emit(op, dst, src, **attrs), dst_regs, a_regs, b_regs,
+                   c_regs, shape, it, mode, **extra)
 
 
 def mma_sync(a: Sequence[Value], b: Sequence[Value], c: Sequence[Value], shape: str = "m16n8k16", *,

@@ -11,6 +11,7 @@ variables (static, and `.extern` dynamic sized by `dynamic_smem`) become the Pro
 from __future__ import annotations
 
 import os
+import re
 import struct
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -30,7 +31,8 @@ _SREG = {"tid", "ntid", "ctaid", "nctaid"}
 _ROUND = {"rn", "rz", "rm", "rp"}
 _IROUND = {"rni", "rzi", "rmi", "rpi"}
 _CMPS = set("eq ne lt le gt ge lo ls hi hs equ neu ltu leu gtu geu num nan".split())
-_TENSOR = {"wmma.load", "wmma.store", "wmma.mma", "mma", "ldmatrix", "stmatrix", "movmatrix"}
+_TENSOR = {"wmma.load", "wmma.store", "wmma.mma", "mma", "ldmatrix"}
+_SHAPE = re.compile(r"^m\d+n\d+k\d+$")
 
 
 @dataclass(frozen=True)
@@ -381,9 +383,8 @@ class _Lowerer:
         if op == "call":
             self.call(ins, ctx, loc)
             return
-        if op in _TENSOR:
-            self.fail(ins, "tensor-core instructions (wmma/mma/ldmatrix) are not yet supported by the PTX "
-                           "lowering (no tensor-op module registered)")
+        if op in ("stmatrix", "movmatrix"):
+            self.fail(ins, f"{op} is not supported by the PTX lowering")
         start = len(self.blocks[-1][1])
         blk = self.blocks[-1]
         self.lower_op(ins, ctx, loc)
@@ -657,6 +658,9 @@ class _Lowerer:
         if op == "shfl":
             self.shfl(ins, ctx, loc)
             return
+        if op in _TENSOR:
+            self.tensor(ins, ctx, loc)
+            return
         self.fail(ins, "instruction not supported by the PTX lowering")
 
     # ---------------------------------------------------------------- families
@@ -765,6 +769,163 @@ class _Lowerer:
             else [self.dst(d0, ctx, ins)]
         srcs = [self.src(ops[k], ctx, T.b32, ins, loc) for k in (1, 2, 3)]
         self.emit("ptx.shfl", dsts, srcs, loc, mode=mode)
+
+    # ---------------------------------------------------------------- tensor cores
+    def _regs(self, op, ctx, ins, what):
+        if not isinstance(op, ast.Vec) or not all(isinstance(e, ast.Reg) for e in op.elems):
+            self.fail(ins, f"{what} must be a vector of registers")
+        return [self.reg(ctx, e.name) for e in op.elems]
+
+    def _shape(self, ins):
+        shape = next((m for m in ins.modifiers if _SHAPE.match(m)), None)
+        if shape is None:
+            self.fail(ins, "no shape modifier")
+        return shape
+
+    def tensor(self, ins, ctx, loc):
+        """mma.sync / ldmatrix / wmma.{load,mma,store} onto `jaxsimt.tensor`'s machine ops."""
+        from jaxsimt import tensor as TC  # registers tensor.mma / tensor.ldmatrix
+        from jaxsimt.mma import layouts
+        op, mods = ins.opcode, set(ins.modifiers)
+        if op == "ldmatrix":
+            num = next((int(m[1:]) for m in ins.modifiers if m in ("x1", "x2", "x4")), None)
+            if num is None or "m8n8" not in mods or ins.types[-1] != "b16" or (ins.space or "generic") != "shared":
+                self.fail(ins, "only ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16 is supported")
+            dst = self._regs(ins.operands[0], ctx, ins, "the destination")
+            if len(dst) != num:
+                self.fail(ins, f"ldmatrix .x{num} writes {num} registers")
+            base, off = self._tensor_base(ins.operands[1], ctx, ins, loc, "shared")
+            self.emit("tensor.ldmatrix", dst, [base], loc, num=num, trans="trans" in mods, packed=True,
+                      space="shared", type="b16", offset=off)
+            return
+        shape = self._shape(ins)
+        types = ins.types
+        if op in ("mma", "wmma.mma"):
+            if op == "mma" and shape not in layouts.MMA_SYNC_SHAPES or op == "wmma.mma" and \
+                    shape not in layouts.WMMA_SHAPES:
+                self.fail(ins, f"shape {shape} not supported")
+            if op == "mma" and not {"row", "col"} <= mods:
+                self.fail(ins, "mma.sync layouts other than .row.col are not supported")
+            if len(types) == 4:
+                acc, it, it2, ctype = types
+            elif len(types) == 2 and op == "wmma.mma":
+                (acc, ctype), it, it2 = types, "f16", "f16"
+            else:
+                self.fail(ins, "unexpected type list")
+            if it != it2 or acc != ctype or it not in ("f16", "bf16", "tf32") or acc not in ("f16", "f32") \
+                    or {"satfinite", "rm", "rp", "rz"} & mods:
+                self.fail(ins, f"mma with inputs .{it}/.{it2}, accumulators .{acc}/.{ctype} not supported")
+            if acc not in layouts.SUPPORTED.get((shape, it), ()):
+                self.fail(ins, f"{shape} with .{it} inputs and .{acc} accumulators not supported")
+            d = self._regs(ins.operands[0], ctx, ins, "D")
+            a = self._regs(ins.operands[1], ctx, ins, "A")
+            b = self._regs(ins.operands[2], ctx, ins, "B")
+            c = self._regs(ins.operands[3], ctx, ins, "C")
+            extra = dict(packed_ab=it != "tf32", packed_cd=acc == "f16", acc=acc)
+            for name, regs, packed, operand in (("A", a, it != "tf32", "a"), ("B", b, it != "tf32", "b"),
+                                                ("C", c, acc == "f16", "c"), ("D", d, acc == "f16", "d")):
+                n = layouts.fragment_layout(shape, operand, it).shape[1]
+                if len(regs) * (2 if packed else 1) < n:
+                    self.fail(ins, f"{name} needs {n} elements, got {len(regs)} registers")
+            if shape == "m16n16k16":  # two m16n8k16 instructions (the n-halves), as the H200 runs it
+                for half in (0, 1):
+                    TC._emit_mma_into(self.emit, d, a, b, c, shape, it, "hardware", loc, half=half, n_half=8,
+                                      instr_shape="m16n8k16", **extra)
+            else:
+                TC._emit_mma_into(self.emit, d, a, b, c, shape, it, "hardware", loc, **extra)
+            return
+        self.wmma_ldst(ins, ctx, loc, shape)
+
+    def _tensor_base(self, a, ctx, ins, loc, space):
+        """(register holding the base byte address, constant offset) of a tensor instruction's address."""
+        if not isinstance(a, ast.Addr):
+            self.fail(ins, "memory operand form not supported")
+        if a.base is None:
+            r = self.temp(T.u64)
+            self.emit("mov", [r], [Imm(a.offset, T.u64)], loc, type="u64")
+            return r, 0
+        if isinstance(a.base, ast.Reg):
+            return self.reg(ctx, a.base.name), a.offset
+        r = self.temp(T.u32 if space == "shared" else T.u64)
+        self.sym_address(r, a.base.name, ctx, ins, loc)
+        return r, a.offset
+
+    def wmma_ldst(self, ins, ctx, loc, shape):
+        """wmma.load.{a,b,c} / wmma.store.d: per-lane loads / stores of the fragment elements in jaxsimt's
+        WMMA layout (element j of lane l = tile element l + 32 j, row-major; docs/mma.md). 16-bit
+        elements are packed two per .b32 register; registers beyond the fragment's elements hold copies."""
+        from jaxsimt.mma import layouts
+        mods = set(ins.modifiers)
+        if shape not in layouts.WMMA_SHAPES:
+            self.fail(ins, f"WMMA shape {shape} not supported")
+        store = ins.opcode == "wmma.store"
+        operand = "c" if store else next((m for m in ("a", "b", "c") if m in mods), None)
+        layout = "col" if "col" in mods else "row" if "row" in mods else None
+        ty = ins.types[-1] if ins.types else None
+        if operand is None or layout is None or ty not in ("f16", "bf16", "tf32", "f32"):
+            self.fail(ins, "only f16/bf16/tf32/f32 WMMA fragments with a .row/.col layout are supported")
+        space = ins.space or "generic"
+        rows, cols = layouts.operand_shape(shape, operand)
+        n = rows * cols // 32
+        et = T.f32 if ty in ("tf32", "f32") else _dtype(ty)
+        packed = et.bits == 16
+        ops = ins.operands
+        regs = self._regs(ops[1] if store else ops[0], ctx, ins, "the fragment")
+        if len(regs) * (2 if packed else 1) < n:
+            self.fail(ins, f"the fragment needs {n} elements, got {len(regs)} registers")
+        base, off = self._tensor_base(ops[0] if store else ops[1], ctx, ins, loc, space)
+        if len(ops) > 2:
+            ld = self.src(ops[2], ctx, T.u64, ins, loc)
+        else:
+            ld = Imm(cols if layout == "row" else rows, T.u64)
+        u64 = T.u64
+        lane = self.temp(T.u32)
+        self.emit("sreg", [lane], [], loc, name="laneid")
+        r0, c0, e0, t = self.temp(u64), self.temp(u64), self.temp(u64), self.temp(u64)
+        self.emit("shr", [r0], [lane, Imm(cols.bit_length() - 1, T.u32)], loc, type="u64")
+        self.emit("and", [c0], [lane, Imm(cols - 1, u64)], loc, type="b64")
+        dr = 32 // cols
+        step = self.temp(u64)
+        if layout == "row":
+            self.emit("mul", [t], [r0, ld], loc, type="u64")
+            self.emit("add", [e0], [t, c0], loc, type="u64")
+            self.emit("mul", [step], [ld, Imm(dr * et.size, u64)], loc, type="u64")
+        else:
+            self.emit("mul", [t], [c0, ld], loc, type="u64")
+            self.emit("add", [e0], [t, r0], loc, type="u64")
+            self.emit("mov", [step], [Imm(dr * et.size, u64)], loc, type="u64")
+        b0 = self.temp(u64)
+        self.emit("mul", [b0], [e0, Imm(et.size, u64)], loc, type="u64")
+        addr = self.temp(u64)
+        self.emit("add", [addr], [base, b0], loc, type="u64")
+        addrs = [addr]
+        for _ in range(n - 1):
+            nxt = self.temp(u64)
+            self.emit("add", [nxt], [addrs[-1], step], loc, type="u64")
+            addrs.append(nxt)
+        attrs = dict(space=space, vec=1, offset=off)
+        if not packed:
+            if store:
+                for j, a in enumerate(addrs):
+                    self.emit("st", (), [a, regs[j]], loc, type="f32", **attrs)
+            else:
+                for j, a in enumerate(addrs):
+                    self.emit("ld", [regs[j]], [a], loc, type="f32", **attrs)
+                for j in range(n, len(regs)):
+                    self.emit("mov", [regs[j]], [regs[j % n]], loc, type=regs[j].dtype.name)
+            return
+        halves = [self.temp(T.b16) for _ in range(n)]
+        if store:
+            for j in range(0, n, 2):
+                self.emit("ptx.unpack", [halves[j], halves[j + 1]], [regs[j // 2]], loc, type="b32", n=2,
+                          slots=(0, 1))
+            for j, a in enumerate(addrs):
+                self.emit("st", (), [a, halves[j]], loc, type="b16", **attrs)
+            return
+        for j, a in enumerate(addrs):
+            self.emit("ld", [halves[j]], [a], loc, type="b16", **attrs)
+        for k, r in enumerate(regs):
+            self.emit("ptx.pack", [r], [halves[(2 * k) % n], halves[(2 * k + 1) % n]], loc, type="b32")
 
     # ---------------------------------------------------------------- memory
     def address(self, a: ast.Addr, ctx, ins, loc, space):
