@@ -1,0 +1,186 @@
+"""`jaxsimt ladder`: the GEMM ladder report — seed 000's missing summary table.
+
+For each rung (naive uncoalesced, naive coalesced, shared-memory tiling, thread coarsening, warp and
+register tiling, Tensor Cores), at any size and on any architecture: the counters an instruction-level
+run would give (computed exactly from one emulated block per class of identical blocks, see
+`jaxsimt.kernels.gemm.fast`), sectors per request, shared wavefronts per request, occupancy and its
+limiter, SIMD efficiency, arithmetic intensity, the analytical model's predicted time and GFLOP/s, and —
+where the H200 timings are committed — the measured time beside the prediction.
+
+    jaxsimt ladder [--arch h200] [--size 4096 4096 4096] [--json] [--plot FILE.png] [--rungs a,b]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+
+@dataclass
+class LadderRung:
+    name: str
+    kernel: Callable  # () -> kernel
+    launch_config: Callable  # (M, N, K) -> (grid, block)
+    args: Callable  # (M, N, K) -> launch arguments (arrays only give the layout)
+    why: str  # what this rung changes, in one line
+
+
+def rungs() -> list[LadderRung]:
+    from jaxsimt.kernels import gemm
+
+    why = {
+        "naive_uncoalesced": "row from threadIdx.x: lanes walk down columns of A and C (strided, uncoalesced)",
+        "naive_coalesced": "column from threadIdx.x: B and C rows coalesce, A is broadcast to a half-warp",
+        "smem_tiled": "T x T tiles staged in shared memory: each global element reused T times",
+        "coarsened": "each thread computes 2 x 2 outputs: fewer loads and instructions per FMA",
+        "register_tiled": "warp tiles and 4 x 4 register micro-tiles fed by outer products from shared memory",
+        "wmma": "Tensor Cores: one warp-wide m16n16k16 MMA per 16 of k (f16 inputs, f32 accumulate)",
+    }
+    out = []
+    for r in gemm.RUNGS:
+        if r.name == "wmma":
+            continue
+
+        def f32_args(M, N, K):
+            return (M, N, K, np.zeros((M, K), np.float32), np.zeros((K, N), np.float32),
+                    np.zeros((M, N), np.float32))
+
+        out.append(LadderRung(r.name, r.kernel, r.launch_config, f32_args, why.get(r.name, "")))
+    try:
+        from jaxsimt.kernels import wmma_gemm as w
+    except ImportError:
+        return out
+    out.append(LadderRung(
+        "wmma", lambda: w.gemm_wmma("hardware"),
+        lambda M, N, K: (((N + w.BN - 1) // w.BN, (M + w.BM - 1) // w.BM), (w.THREADS, 1)),
+        lambda M, N, K: (np.zeros(M * K, np.float16), np.zeros(K * N, np.float16), np.zeros(M * N, np.float32),
+                         M, N, K),
+        why["wmma"]))
+    return out
+
+
+def _shared_requests(per_instruction) -> int:
+    return sum(r["warp_exec"] for r in per_instruction if r.get("space") == "shared")
+
+
+def analyse(rung: LadderRung, M: int, N: int, K: int, arch: str) -> dict:
+    from jaxsimt import cost
+    from jaxsimt.kernels.gemm import fast
+
+    t0 = time.perf_counter()
+    stats, per_instr, classes = fast.gemm_stats(rung.name, rung.kernel(), M, N, K, arch=arch,
+                                                args=rung.args(M, N, K), launch_config=rung.launch_config)
+    flops = 2.0 * M * N * K
+    fmas = 0.0 if rung.name == "wmma" else M * N * K
+    ab = 2 if rung.name == "wmma" else 4
+    dram = ab * (M * K + K * N) + 4 * M * N  # compulsory traffic: each input read once, C written once
+    pred = cost.predict(stats, arch, dram_bytes=dram, fmas=fmas)
+    req = stats.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 0) + stats.get(
+        "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", 0)
+    sec = stats.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0) + stats.get(
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", 0)
+    wav = stats.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 0) + stats.get(
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", 0)
+    sreq = _shared_requests(per_instr)
+    from jaxsimt.occupancy import occupancy as occ_fn
+    occ = occ_fn(arch, int(stats["launch__block_size"]), int(stats["launch__registers_per_thread"]),
+                 int(stats["launch__shared_mem_per_block_static"]))
+    return {
+        "variant": rung.name, "why": rung.why, "size": [M, N, K], "arch": arch,
+        "predicted_ms": pred["predicted_ms"], "predicted_ms_analytical": pred["predicted_ms_analytical"],
+        "limiter": pred["limiter"], "gflops": flops / (pred["predicted_ms"] * 1e-3) / 1e9,
+        "sectors_per_request": sec / req if req else 0.0,
+        "shared_wavefronts_per_request": wav / sreq if sreq else 0.0,
+        "occupancy": stats["occupancy"], "occupancy_limiter": occ["limiter"],
+        "simd_efficiency": stats["simd_efficiency"],
+        "arithmetic_intensity": flops / (sec * 32) if sec else float("inf"),
+        "block_classes": len(classes), "seconds": time.perf_counter() - t0,
+        "stats": stats, "bounds_ms": {k[6:-3]: v for k, v in pred.items() if k.startswith("bound_")},
+    }
+
+
+def measured_ms(arch: str, M: int, N: int, K: int) -> dict:
+    """Measured times (ms) of the committed hardware timings for this size, by variant (may be empty)."""
+    if arch != "h200" or not (M == N == K):
+        return {}
+    try:
+        from jaxsimt import fixtures
+        table = fixtures.timings(arch)
+    except Exception:  # noqa: BLE001 - no fixture for this arch
+        return {}
+    return {variant: float(rec["median_ms"]) for (variant, size), rec in table.items()
+            if size == M and rec.get("median_ms") is not None}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="jaxsimt ladder", description=__doc__.splitlines()[0])
+    ap.add_argument("--arch", default="h200")
+    ap.add_argument("--size", type=int, nargs=3, default=[4096, 4096, 4096], metavar=("M", "N", "K"))
+    ap.add_argument("--rungs", default="", help="comma-separated subset (default: all)")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--plot", default="", help="write a chart of the ladder to this PNG file")
+    args = ap.parse_args(argv)
+    M, N, K = args.size
+
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    console = Console(stderr=args.json, width=max(Console().width, 160))
+    todo = [r for r in rungs() if not args.rungs or r.name in args.rungs.split(",")]
+    rows = []
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"emulating the ladder at {M}x{N}x{K}", total=len(todo))
+        for r in todo:
+            progress.update(task, description=f"{r.name}")
+            rows.append(analyse(r, M, N, K, args.arch))
+            progress.advance(task)
+    meas = measured_ms(args.arch, M, N, K)
+    for row in rows:
+        row["measured_ms"] = meas.get(row["variant"])
+    if args.json:
+        print(json.dumps(rows, indent=1, default=float))
+    else:
+        t = Table(title=f"GEMM ladder, {M}x{N}x{K} f32 on {args.arch} (predicted by the analytical model)")
+        for c in ("variant", "pred. ms", "GFLOP/s", "measured ms", "limiter", "sect/req", "wavef/req",
+                  "occupancy", "SIMD eff", "FLOP/B(L2)", "warp inst"):
+            t.add_column(c, justify="left" if c in ("variant", "limiter") else "right")
+        for row in rows:
+            m = row["measured_ms"]
+            t.add_row(row["variant"], f"{row['predicted_ms']:.3f}", f"{row['gflops']:,.0f}",
+                      "" if m is None else f"{m:.3f}", row["limiter"], f"{row['sectors_per_request']:.2f}",
+                      f"{row['shared_wavefronts_per_request']:.2f}",
+                      f"{row['occupancy']:.2f} ({row['occupancy_limiter']})", f"{row['simd_efficiency']:.3f}",
+                      f"{row['arithmetic_intensity']:.2f}", f"{row['stats']['smsp__inst_executed.sum']:,}")
+        console.print(t)
+        for row in rows:
+            console.print(f"[bold]{row['variant']}[/bold]: {row['why']}")
+    if args.plot:
+        _plot(rows, args.plot, M, N, K, args.arch)
+    return 0
+
+
+def _plot(rows, path: str, M, N, K, arch) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r["variant"] for r in rows]
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    ax.bar(x - 0.2, [r["gflops"] for r in rows], 0.4, label="predicted")
+    meas = [2.0 * M * N * K / (r["measured_ms"] * 1e-3) / 1e9 if r.get("measured_ms") else 0 for r in rows]
+    if any(meas):
+        ax.bar(x + 0.2, meas, 0.4, label="measured")
+    ax.set_xticks(x, names, rotation=20)
+    ax.set_ylabel("GFLOP/s")
+    ax.set_yscale("log")
+    ax.set_title(f"GEMM ladder {M}x{N}x{K} on {arch}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
