@@ -25,23 +25,6 @@ BC_LD, BC_ST = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
 METRICS = [RQ_LD, RQ_ST, SE_LD, SE_ST, WF_LD, WF_ST, BC_LD, BC_ST]
 
-# The one known difference between the emulator and the H200 (a memory-model question, not a kernel one):
-# the shared-memory wavefronts of 16-byte loads (LDS.128, which nvcc emits for the A fragments of rungs 3
-# and 4 and both fragments of rung 5) whose lanes repeat addresses. The bank model serves 16-byte accesses
-# per quarter-warp, at least one wavefront each (4 per warp); the H200 counts 2 for
-# `A_shared[ty][k..k+3]` (lanes 0-15 one address, lanes 16-31 another), and 6 for rung 5's pair
-# `As[k][m0..]` (8 addresses, lane/4) + `Bs[k][n0..]` (4 addresses, lane%4). Both fit "the two
-# quarter-warps of a half-warp that request the same addresses are served in one wavefront".
-LDS128_NOTE = ("bank model: 16-byte shared loads whose quarter-warps repeat addresses cost 4 wavefronts "
-               "per warp; the H200 merges them (see docs/gemm-ladder.md)")
-MODEL_DEVIATIONS = {("smem_tiled", WF_LD), ("coarsened", WF_LD), ("register_tiled", WF_LD)}
-
-
-def _xfail_deviation(name, metric):
-    marks = [pytest.mark.xfail(reason=LDS128_NOTE, strict=False)] if (name, metric) in MODEL_DEVIATIONS else []
-    return pytest.param(name, metric, marks=marks, id=f"{name}-{metric.split('__')[1].split('.')[0]}")
-
-
 @functools.lru_cache(maxsize=None)
 def _run(name, size, seed=1):
     """Launch one rung once per size (cached for the whole module)."""
@@ -130,6 +113,7 @@ def test_rungs_agree_with_each_other(size):
         np.testing.assert_array_equal(o, outs[0], err_msg=n)
 
 
+@pytest.mark.slow
 def test_tile_parameters_are_parameters():
     # a non-default tiling still computes the same bits (T = 8 tiles, 4 x 4 coarsening of 16-tiles)
     M, N, K = 24, 20, 13
@@ -151,7 +135,8 @@ def hand_counters(name, M, N, K):
 
     Sectors are 32 bytes; a warp is 32 consecutive threads; a 16 x 16 block's warp is 2 rows of 16
     threads (threadIdx.y = 2w, 2w+1). Shared memory: 32 banks of 4 bytes, one wavefront per conflict-free
-    access; a 16-byte load (LDS.128) is served per half-warp pair of quarter-warps (see LDS128_NOTE).
+    access; a 16-byte load (LDS.128) is served per quarter-warp (8 lanes x 16 B = one wavefront), except
+    that the two quarter-warps of a half-warp reading the same words share one wavefront.
     """
     c = dict.fromkeys(METRICS, 0)
     if name in ("naive_uncoalesced", "naive_coalesced"):
@@ -216,26 +201,19 @@ def test_hand_counters_equal_h200(name):
     assert {m: int(hw[m]) for m in METRICS} == got
 
 
-@pytest.mark.parametrize("name,metric", [_xfail_deviation(n, m) for n in F32_RUNGS for m in METRICS])
-def test_emulator_counters_equal_hand_counters_64(name, metric):
+@pytest.mark.parametrize("name", F32_RUNGS)
+def test_emulator_counters_equal_hand_counters_64(name):
     r, _, _ = _run(name, (64, 64, 64))
-    assert r.stats[metric] == hand_counters(name, 64, 64, 64)[metric]
-
-
-def test_lds128_quarter_warp_cost_in_the_model():
-    """What the bank model gives today for the LDS.128 loads (the xfails above): 4 wavefronts per warp."""
-    r, _, _ = _run("smem_tiled", (64, 64, 64))
-    warp_tiles = 64 * 64 // 32 * (64 // 16)
-    assert r.stats[WF_LD] == warp_tiles * (16 * 1 + 4 * 4)
+    assert {m: r.stats[m] for m in METRICS} == hand_counters(name, 64, 64, 64)
 
 
 # ------------------------------------------------------------------------------------ H200 at 256^3
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,metric", [_xfail_deviation(n, m) for n in F32_RUNGS for m in METRICS])
-def test_counters_equal_h200_at_256(name, metric):
+@pytest.mark.parametrize("name", F32_RUNGS)
+def test_counters_equal_h200_at_256(name):
     r, A, B = _run(name, gemm.PROFILED_SIZE, seed=3)
-    if metric == METRICS[0]:
-        np.testing.assert_array_equal(r["C"], gemm_fma_reference(A, B))
-    assert r.stats[metric] == fixtures.metric(name, metric, "h200")
+    np.testing.assert_array_equal(r["C"], gemm_fma_reference(A, B))
+    hw = fixtures.ncu_metrics("h200")[name]
+    assert {m: r.stats[m] for m in METRICS} == {m: int(hw[m]) for m in METRICS}
