@@ -56,11 +56,19 @@ def guard(ex, ins, pc):
     if ins.attr("negate"):
         p = ~p
     saved = ex.active
+    inner = ins.attr("inner")
+    # registers that live only inside this block are written without a lane mask: keep their old
+    # values in the lanes whose guard is off (a predicated-off lane never writes its destination)
+    olds = {r.index: ex.read(r) for r in inner.dst if ex.m.slot.get(r.index) is None}
     ex.active = saved & p
     try:
-        ex.run(ins.attr("inner"), pc)
+        ex.run(inner, pc)
     finally:
+        on = ex.active
         ex.active = saved
+    for r in inner.dst:
+        if r.index in olds and r.index in ex.local:
+            ex.local[r.index] = jnp.where(on, ex.local[r.index], jnp.broadcast_to(olds[r.index], on.shape))
 
 
 @_op("nop")
