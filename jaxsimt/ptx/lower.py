@@ -395,8 +395,10 @@ class _Lowerer:
             del blk[1][start:]
             p = self.reg(ctx, ins.pred.reg)
             for inner in new:
-                blk[1].append(Instr("ptx.guard", inner.dst, (p,), (("inner", inner), ("negate", ins.pred.negated)),
-                                    inner.loc))
+                # the inner instruction's operands (and, as a partial write keeps the old values, its
+                # destinations) are the guard's sources too, after the predicate, so that liveness sees them
+                blk[1].append(Instr("ptx.guard", inner.dst, (p,) + tuple(inner.src) + tuple(inner.dst),
+                                    (("inner", inner), ("negate", ins.pred.negated)), inner.loc))
 
     def branch(self, ins, ctx, loc):
         tgt = ins.operands[0]
