@@ -974,7 +974,15 @@ class _Lowerer:
             self.fail(ins, "texture memory not supported")
         attrs = dict(attrs, space=space, type=ty, vec=vec)
         if op == "ld":
-            self.emit("ld", [self.dst(v, ctx, ins) for v in vals], [src0], loc, **attrs)
+            dsts = [self.dst(v, ctx, ins) for v in vals]
+            if t.is_signed and any(d.dtype.bits > t.bits for d in dsts):  # signed loads sign-extend
+                tmps = [self.temp(t) for _ in dsts]
+                self.emit("ld", tmps, [src0], loc, **attrs)
+                for d, tmp in zip(dsts, tmps):
+                    self.emit("ptx.cvt", [d], [tmp], loc, type=ty, to=f"s{d.dtype.bits}", rnd=None, sat=False,
+                              relu=False)
+                return
+            self.emit("ld", dsts, [src0], loc, **attrs)
         else:
             self.emit("st", (), [src0] + [self.src(v, ctx, t, ins, loc) for v in vals], loc, **attrs)
 
