@@ -61,9 +61,13 @@ def test_const_global_hidden_arrays_local_memory():
     assert accesses and all(i.attr("array") is None for i in accesses)
 
 
-def test_tensor_instructions_refused_by_name_and_line():
-    with pytest.raises(P.PtxUnsupportedError, match=r"wmma_gemm.ptx:\d+: tensor-core"):
-        lower(mod("wmma_gemm"), "wmma_gemm")
+def test_tensor_instructions_lowered_onto_tensor_ops():
+    prog = lower(mod("wmma_gemm"), "wmma_gemm")
+    ops = [i.op for b in prog.blocks for i in b.all_instrs()]
+    assert "tensor.mma" in ops
+    prog = lower(mod("mma_ldmatrix"), "mma_ldmatrix")
+    ops = [i.op for b in prog.blocks for i in b.all_instrs()]
+    assert ops.count("tensor.ldmatrix") == 2 and ops.count("tensor.mma") == 1
 
 
 def test_recursion_refused():
