@@ -319,32 +319,9 @@ def estimate_registers(program: Program) -> int:
     pass `regs=` to launch to use the real one)."""
     exit_ = program.exit_index
     width = {r.index: (0 if r.dtype.kind == "pred" else max(1, r.dtype.bits // 32)) for r in program.regs}
-
-    def uses_defs(ins: Instr):
-        uses = {s.index for s in ins.src if isinstance(s, Reg)}
-        return uses, {d.index for d in ins.dst}
-
-    blocks = program.blocks
-    live_in: dict[int, set] = {b.index: set() for b in blocks}
-    changed = True
-    while changed:
-        changed = False
-        for b in reversed(blocks):
-            out = set()
-            for sidx in b.term.successors(exit_):
-                if sidx != exit_:
-                    out |= live_in[sidx]
-            live = set(out)
-            if b.term.pred is not None:
-                live.add(b.term.pred.index)
-            for ins in reversed(b.instrs):
-                u, d = uses_defs(ins)
-                live = (live - d) | u
-            if live != live_in[b.index]:
-                live_in[b.index] = live
-                changed = True
+    live_in = _live_in(program)
     peak = 0
-    for b in blocks:
+    for b in program.blocks:
         live = set()
         for sidx in b.term.successors(exit_):
             if sidx != exit_:
@@ -353,8 +330,8 @@ def estimate_registers(program: Program) -> int:
             live.add(b.term.pred.index)
         peak = max(peak, sum(width[r] for r in live))
         for ins in reversed(b.instrs):
-            u, d = uses_defs(ins)
+            d = {x.index for x in ins.dst}
             peak = max(peak, sum(width[r] for r in live | d))
-            live = (live - d) | u
+            live = (live - d) | {x.index for x in ins.src if isinstance(x, Reg)}
         peak = max(peak, sum(width[r] for r in live))
     return peak
