@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional, Sequence
 from jaxsimt import types as T
 from jaxsimt.program import (
     BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
-    SourceLoc, Terminator, finalize,
+    SourceLoc, Terminator, finalize, fold_moves,
 )
 from jaxsimt.types import DType
 
@@ -754,4 +754,4 @@ def trace(fn: Callable, name: str) -> Program:
     finally:
         _BUILDER.reset(token)
     prog = Program(name, params, b.regs, b.blocks, b.shared, b.shared_bytes, src)
-    return finalize(prog)
+    return finalize(fold_moves(prog))

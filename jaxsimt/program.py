@@ -270,6 +270,32 @@ def immediate_post_dominators(blocks: list[Block]) -> list[int]:
     return [ipdom.get(i, exit_) for i in range(n)]
 
 
+def fold_moves(program: Program) -> Program:
+    """Copy propagation for traced programs: `t = op(...); v = mov t` becomes `v = op(...)` when the
+    temporary t is used by that mov alone (the DSL's `var.set(expr)` and `var += x` produce this pair;
+    a compiler would emit one instruction)."""
+    uses: dict[int, int] = {}
+    for b in program.blocks:
+        for ins in b.all_instrs():
+            for x in ins.src:
+                if isinstance(x, Reg):
+                    uses[x.index] = uses.get(x.index, 0) + 1
+        if b.term.pred is not None:
+            uses[b.term.pred.index] = uses.get(b.term.pred.index, 0) + 1
+    for b in program.blocks:
+        out: list[Instr] = []
+        for ins in b.instrs:
+            prev = out[-1] if out else None
+            if (ins.op == "mov" and len(ins.src) == 1 and isinstance(ins.src[0], Reg) and prev is not None
+                    and prev.dst == (ins.src[0],) and uses.get(ins.src[0].index) == 1
+                    and ins.src[0].dtype == ins.dst[0].dtype and ins.src[0] != ins.dst[0]):
+                out[-1] = Instr(prev.op, ins.dst, prev.src, prev.attrs, prev.loc)
+                continue
+            out.append(ins)
+        b.instrs = out
+    return program
+
+
 def finalize(program: Program) -> Program:
     """Prune unreachable blocks and attach reconvergence points to every conditional branch."""
     program.blocks = prune_unreachable(program.blocks)
