@@ -314,6 +314,17 @@ H200 = Arch(
 ARCHS: dict[str, Arch] = {a.name: a for a in (G80, FERMI, H100, H200)}
 
 
+def lanes_per_group(arch: Arch, table: tuple, size: int, what: str) -> int:
+    """Lanes served together for a `size`-byte access, from one of the per-size tables of `arch`
+    (`shared_group_lanes`, `global_request_lanes`); checks the size is listed and the group divides a warp."""
+    lanes = dict(table).get(size)
+    if lanes is None:
+        raise ValueError(f"unsupported {what} access size {size}; expected one of {sorted(dict(table))}")
+    if arch.warp_size % lanes:
+        raise ValueError(f"{what} group of {lanes} lanes does not divide the warp of {arch.warp_size}")
+    return lanes
+
+
 def get_arch(arch: "str | Arch") -> Arch:
     """Look an architecture up by its lowercase name (or pass an `Arch` through)."""
     if isinstance(arch, Arch):

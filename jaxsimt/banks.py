@@ -43,12 +43,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt.arch import Arch, get_arch
+from jaxsimt.arch import Arch, get_arch, lanes_per_group
 
 ACCESS_SIZES = (1, 2, 4, 8, 16)
 
-_METRIC_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"
-_METRIC_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum"
+METRIC_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"
+METRIC_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum"
 
 
 class BankAccess(NamedTuple):
@@ -61,13 +61,7 @@ class BankAccess(NamedTuple):
 
 def group_lanes(arch: Arch, size: int) -> int:
     """Lanes served together for a `size`-byte shared access on `arch` (static)."""
-    table = dict(arch.shared_group_lanes)
-    if size not in table:
-        raise ValueError(f"unsupported shared access size {size}; expected one of {ACCESS_SIZES}")
-    lanes = table[size]
-    if arch.warp_size % lanes:
-        raise ValueError(f"group of {lanes} lanes does not divide the warp of {arch.warp_size}")
-    return lanes
+    return lanes_per_group(arch, arch.shared_group_lanes, size, "shared")
 
 
 def lane_words(arch: Arch, addresses: jax.Array, size: int) -> jax.Array:
@@ -183,6 +177,6 @@ def counters(result: BankAccess, op: str = "ld") -> dict[str, jax.Array]:
     if op not in ("ld", "st"):
         raise ValueError(f"op must be 'ld' or 'st', got {op!r}")
     return {
-        _METRIC_WAVEFRONTS.format(op=op): result.wavefronts,
-        _METRIC_CONFLICTS.format(op=op): result.conflicts,
+        METRIC_WAVEFRONTS.format(op=op): result.wavefronts,
+        METRIC_CONFLICTS.format(op=op): result.conflicts,
     }

@@ -37,12 +37,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxsimt.arch import Arch, get_arch
+from jaxsimt.arch import Arch, get_arch, lanes_per_group
 
 ACCESS_SIZES = (1, 2, 4, 8, 16)
 
-_METRIC_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum"
-_METRIC_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum"
+METRIC_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum"
+METRIC_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum"
 
 
 class Coalescing(NamedTuple):
@@ -57,13 +57,7 @@ class Coalescing(NamedTuple):
 
 def request_lanes(arch: Arch, size: int) -> int:
     """Lanes per global-memory request for a `size`-byte access on `arch` (static)."""
-    table = dict(arch.global_request_lanes)
-    if size not in table:
-        raise ValueError(f"unsupported global access size {size}; expected one of {ACCESS_SIZES}")
-    lanes = table[size]
-    if arch.warp_size % lanes:
-        raise ValueError(f"request of {lanes} lanes does not divide the warp of {arch.warp_size}")
-    return lanes
+    return lanes_per_group(arch, arch.global_request_lanes, size, "global")
 
 
 def count_distinct(keys: jax.Array, valid: jax.Array) -> jax.Array:
@@ -193,6 +187,6 @@ def counters(result: Coalescing, op: str = "ld") -> dict[str, jax.Array]:
     if op not in ("ld", "st"):
         raise ValueError(f"op must be 'ld' or 'st', got {op!r}")
     return {
-        _METRIC_REQUESTS.format(op=op): result.requests,
-        _METRIC_SECTORS.format(op=op): result.sectors,
+        METRIC_REQUESTS.format(op=op): result.requests,
+        METRIC_SECTORS.format(op=op): result.sectors,
     }

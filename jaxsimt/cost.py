@@ -21,6 +21,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxsimt.arch import Arch, get_arch
+from jaxsimt.banks import METRIC_WAVEFRONTS
+from jaxsimt.coalescing import METRIC_SECTORS
 
 
 def params_of(arch: "Arch | str") -> dict:
@@ -34,15 +36,18 @@ def params_of(arch: "Arch | str") -> dict:
     return p
 
 
+def loads_plus_stores(stats: Mapping[str, float], metric: str) -> float:
+    """A per-op counter template (`..._op_{op}.sum`) summed over loads and stores."""
+    return float(stats.get(metric.format(op="ld"), 0)) + float(stats.get(metric.format(op="st"), 0))
+
+
 def bounds(stats: Mapping[str, float], params: Mapping[str, jax.Array], dram_bytes, fmas) -> dict:
     """Seconds each unit needs for the whole kernel, as if it were the only limit."""
     clock = params["clock_ghz"] * 1e9
     sms = params["num_sms"]
     warp_inst = jnp.asarray(float(stats.get("smsp__inst_executed.sum", 0)))
-    sectors = sum(float(stats.get(k, 0)) for k in (
-        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"))
-    wavefronts = sum(float(stats.get(k, 0)) for k in (
-        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"))
+    sectors = loads_plus_stores(stats, METRIC_SECTORS)
+    wavefronts = loads_plus_stores(stats, METRIC_WAVEFRONTS)
     tensor_flops = jnp.asarray(float(stats.get("emulator__tensor_flops", 0)))
     return {
         "issue": warp_inst / (params["schedulers_per_sm"] * sms * clock),

@@ -79,12 +79,12 @@ def analyse(rung: LadderRung, M: int, N: int, K: int, arch: str) -> dict:
     ab = 2 if rung.name == "wmma" else 4
     dram = ab * (M * K + K * N) + 4 * M * N  # compulsory traffic: each input read once, C written once
     pred = cost.predict(stats, arch, dram_bytes=dram, fmas=fmas)
-    req = stats.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 0) + stats.get(
-        "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", 0)
-    sec = stats.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0) + stats.get(
-        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", 0)
-    wav = stats.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 0) + stats.get(
-        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", 0)
+    from jaxsimt.banks import METRIC_WAVEFRONTS
+    from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
+
+    req = cost.loads_plus_stores(stats, METRIC_REQUESTS)
+    sec = cost.loads_plus_stores(stats, METRIC_SECTORS)
+    wav = cost.loads_plus_stores(stats, METRIC_WAVEFRONTS)
     sreq = _shared_requests(per_instr)
     from jaxsimt.occupancy import occupancy as occ_fn
     occ = occ_fn(arch, int(stats["launch__block_size"]), int(stats["launch__registers_per_thread"]),

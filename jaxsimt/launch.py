@@ -16,6 +16,8 @@ import numpy as np
 from jaxsimt import errors
 from jaxsimt import types as T
 from jaxsimt.arch import Arch, get_arch
+from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
+from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
 from jaxsimt.machine import MEM_COLUMNS, Dyn, Geometry, Layout, Machine, Options
 from jaxsimt.occupancy import occupancy
 from jaxsimt.program import Program, estimate_registers
@@ -254,6 +256,7 @@ class _nullcontext:
         return False
 
 
+METRIC_LINES = "emulator__global_lines_op_{op}.sum"
 _GLOBAL_OP = {"ld": "ld", "st": "st", "atom": "atom"}
 
 
@@ -275,15 +278,13 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
                 row.update({k: int(v) for k, v in zip(MEM_COLUMNS, mem[pc])})
                 op = _GLOBAL_OP.get(ins.op, "ld")
                 if space in ("global", "generic"):
-                    for col, metric in (("requests", "l1tex__t_requests_pipe_lsu_mem_global_op_{}.sum"),
-                                        ("sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_{}.sum"),
-                                        ("lines", "emulator__global_lines_op_{}.sum")):
-                        key = metric.format(op)
+                    for col, metric in (("requests", METRIC_REQUESTS), ("sectors", METRIC_SECTORS),
+                                        ("lines", METRIC_LINES)):
+                        key = metric.format(op=op)
                         mem_stats[key] = mem_stats.get(key, 0) + row[col]
                 elif space == "shared":
-                    for col, metric in (("wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{}.sum"),
-                                        ("bank_conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{}.sum")):
-                        key = metric.format(op)
+                    for col, metric in (("wavefronts", METRIC_WAVEFRONTS), ("bank_conflicts", METRIC_CONFLICTS)):
+                        key = metric.format(op=op)
                         mem_stats[key] = mem_stats.get(key, 0) + row[col]
             if ins.attr("pipe") == "tensor":
                 k = "smsp__inst_executed_pipe_tensor.sum"
@@ -302,10 +303,8 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
     }
     if m.options.arch is not None:
         for op in ("ld", "st"):
-            for metric in ("l1tex__t_requests_pipe_lsu_mem_global_op_{}.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_{}.sum",
-                           "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{}.sum",
-                           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{}.sum"):
-                mem_stats.setdefault(metric.format(op), 0)
+            for metric in (METRIC_REQUESTS, METRIC_SECTORS, METRIC_WAVEFRONTS, METRIC_CONFLICTS):
+                mem_stats.setdefault(metric.format(op=op), 0)
         stats.update(sorted(mem_stats.items()))
     stats.update({
         "launch__grid_size": int(grid[0] * grid[1] * grid[2]),

@@ -27,17 +27,12 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 from jaxsimt import fixtures
+from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
+from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
 
-EXACT_METRICS = (
-    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-)
+EXACT_METRICS = tuple(metric.format(op=op)
+                      for metric in (METRIC_REQUESTS, METRIC_SECTORS, METRIC_WAVEFRONTS, METRIC_CONFLICTS)
+                      for op in ("ld", "st"))
 OCCUPANCY_METRIC = "sm__maximum_warps_per_active_cycle_pct"
 DIVERGENCE_METRIC = "smsp__sass_branch_targets_threads_divergent.sum"
 INFO_METRICS = ("smsp__inst_executed.sum",)
