@@ -26,6 +26,7 @@ from jaxsimt.errors import (
     StepBudgetExceeded,
 )
 from jaxsimt.launch import LaunchResult, launch
+from jaxsimt.batch import BatchResult, LaunchSpec, launch_batch, sweep
 from jaxsimt.tensor import WarpSyncError, ldmatrix, mma_sync, wmma
 from jaxsimt.types import bf16, f16, f32, f64, pred, s8, s16, s32, s64, u8, u16, u32, u64
 

@@ -101,12 +101,12 @@ def check_launch(prog: Program, arch: Arch, grid, block, regs: Optional[int] = N
                 f"registers per block of {arch.name}")
 
 
-def _layout(prog: Program, arrays: dict[int, np.ndarray], arch: Arch):
+def _layout(prog: Program, arrays: dict[int, np.ndarray], arch: Arch, start: Optional[int] = None):
     """Byte bases and sizes of the array arguments (bases aligned as cudaMalloc aligns them; address 0
-    stays unmapped, like a null pointer) and the global memory size, rounded up to a power of two so
-    that launches of similar sizes share one compiled machine."""
+    stays unmapped, like a null pointer) and the first free byte after them. `start`: where the first
+    array may go (the items of a batch lie one after the other)."""
     align = arch.alloc_alignment
-    addr = align
+    addr = align if start is None else start
     bases, sizes = [], []
     for p in prog.params:
         if p.is_pointer:
@@ -117,8 +117,13 @@ def _layout(prog: Program, arrays: dict[int, np.ndarray], arch: Arch):
         else:
             bases.append(-1)
             sizes.append(0)
-    words = max(1024, 1 << int(np.ceil(np.log2(addr / 4 + 4))))
-    return bases, sizes, words
+    return bases, sizes, addr
+
+
+def _global_words(end: int) -> int:
+    """Global memory words for arrays ending at byte `end`, rounded up to a power of two so that
+    launches of similar sizes share one compiled machine."""
+    return max(1024, 1 << int(np.ceil(np.log2(end / 4 + 4))))
 
 
 def _pow2(n: int) -> int:
@@ -133,30 +138,8 @@ def _machine(prog: Program, geo: Geometry, layout: Layout, options: Options) -> 
     return cache[key]
 
 
-def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch] = "h200", *,
-           regs: Optional[int] = None, max_steps: int = 2_000_000, stack_depth: int = 16,
-           blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True,
-           counters: bool = True, optimize: Optional[bool] = None, ctas: Optional[Sequence[int]] = None,
-           data: bool = True, local_bytes: int = 0) -> LaunchResult:
-    """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
-    parameters, Python/numpy scalars for the others) on architecture `arch`.
-
-    max_steps: step budget per wave (a runaway loop raises StepBudgetExceeded); stack_depth: entries of
-    each warp's reconvergence stack; blocks_per_wave: blocks emulated at once (default: as many as fit in
-    ~0.5M threads); trace: record the schedule step by step (small launches); jit: compile (True) or run
-    op by op (False; same results and counters, for debugging); counters: run the memory model on every
-    global and shared access (requests, sectors, wavefronts, bank conflicts); optimize: compile with full
-    backend optimisation (default: only for launches of more than 32K threads, where run time dominates;
-    small launches compile ~3x faster without it); ctas: run only these blocks (linear ids, x fastest) of
-    the grid — their counters, e.g. one block per class of identical blocks; data=False: counters only —
-    memory is not read or written (loads give zeros), for kernels whose control flow ignores the data;
-    local_bytes: per-thread local memory (space "local"; byte offsets in the thread's own window, zeroed
-    at launch, not counted as global or shared traffic).
-    """
-    prog = _program_of(kernel)
-    arch = get_arch(arch)
-    grid, block = _dim3(grid, "grid"), _dim3(block, "block")
-    check_launch(prog, arch, grid, block, regs)
+def _split_args(prog: Program, args: Sequence[Any]):
+    """Check one item's arguments: ({param index: contiguous array}, [scalar values in param order])."""
     if len(args) != len(prog.params):
         raise TypeError(f"kernel {prog.name} takes {len(prog.params)} arguments "
                         f"({', '.join(p.name for p in prog.params)}), got {len(args)}")
@@ -172,22 +155,73 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
             if isinstance(a, np.ndarray) and a.ndim > 0:
                 raise TypeError(f"kernel {prog.name}: argument {p.name!r} is a scalar {p.dtype.name}")
             scalars.append(np.asarray(a).astype(p.dtype.np_dtype))
+    return arrays, scalars
+
+
+def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch] = "h200", *,
+           regs: Optional[int] = None, max_steps: int = 2_000_000, stack_depth: int = 16,
+           blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True,
+           counters: bool = True, optimize: Optional[bool] = None, ctas: Optional[Sequence[int]] = None,
+           data: bool = True, local_bytes: int = 0, devices=None) -> LaunchResult:
+    """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
+    parameters, Python/numpy scalars for the others) on architecture `arch`.
+
+    max_steps: step budget per wave (a runaway loop raises StepBudgetExceeded); stack_depth: entries of
+    each warp's reconvergence stack; blocks_per_wave: blocks emulated at once (default: as many as fit in
+    ~0.5M threads); trace: record the schedule step by step (small launches); jit: compile (True) or run
+    op by op (False; same results and counters, for debugging); counters: run the memory model on every
+    global and shared access (requests, sectors, wavefronts, bank conflicts); optimize: compile with full
+    backend optimisation (default: only for launches of more than 32K threads, where run time dominates;
+    small launches compile ~3x faster without it); ctas: run only these blocks (linear ids, x fastest) of
+    the grid — their counters, e.g. one block per class of identical blocks; data=False: counters only —
+    memory is not read or written (loads give zeros), for kernels whose control flow ignores the data;
+    local_bytes: per-thread local memory (space "local"; byte offsets in the thread's own window, zeroed
+    at launch, not counted as global or shared traffic); devices: spread the waves of blocks over these
+    JAX devices (an int: the first n; see `jaxsimt.shard`), global memory replicated and merged.
+    """
+    prog = _program_of(kernel)
+    return run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, regs=regs, max_steps=max_steps,
+                     stack_depth=stack_depth, blocks_per_wave=blocks_per_wave, trace=trace, jit=jit,
+                     counters=counters, optimize=optimize, ctas=ctas, data=data, local_bytes=local_bytes,
+                     devices=devices)[0]
+
+
+def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Sequence[Sequence[Any]],
+              arch: Union[str, Arch] = "h200", *, regs: Optional[int] = None, max_steps: int = 2_000_000,
+              stack_depth: int = 16, blocks_per_wave: Optional[int] = None, trace: bool = False,
+              jit: bool = True, counters: bool = True, optimize: Optional[bool] = None,
+              ctas: Optional[Sequence[int]] = None, data: bool = True, local_bytes: int = 0,
+              devices=None) -> list[LaunchResult]:
+    """Run one launch per item (`items`: `_split_args` of each item's arguments, `item_args` the
+    arguments as given) as ONE run of the machine: the items' blocks side by side on the block axis,
+    their arrays side by side in global memory. Returns one LaunchResult per item, as `launch` would."""
+    arch = get_arch(arch)
+    grid, block = _dim3(grid, "grid"), _dim3(block, "block")
+    check_launch(prog, arch, grid, block, regs)
+    n_items = len(items)
+    if trace and n_items > 1:
+        raise errors.LaunchConfigError(f"kernel {prog.name}: trace=True records one launch, not a batch")
 
     tpb = block[0] * block[1] * block[2]
     n_ctas = grid[0] * grid[1] * grid[2]
     run_ctas = np.arange(n_ctas, dtype=np.int64) if ctas is None else np.asarray(ctas, np.int64).reshape(-1)
     if run_ctas.size == 0 or run_ctas.min() < 0 or run_ctas.max() >= n_ctas:
         raise errors.LaunchConfigError(f"kernel {prog.name}: ctas must be block ids in [0, {n_ctas})")
+    # the batch's blocks: item i's block c has the fused id i * n_ctas + c
+    fused = (np.arange(n_items, dtype=np.int64)[:, None] * n_ctas + run_ctas[None, :]).reshape(-1)
     wpb = -(-tpb // arch.warp_size)
     # Blocks per wave: a power of two (padding blocks start finished), so grids of similar sizes share
     # one compiled machine.
     cpw = blocks_per_wave or max(1, DEFAULT_THREADS_PER_WAVE // (wpb * arch.warp_size))
-    cpw = min(_pow2(cpw), _pow2(run_ctas.size)) if blocks_per_wave is None else min(cpw, run_ctas.size)
-    n_waves = -(-run_ctas.size // cpw)
-    cta_table = np.full(n_waves * cpw, n_ctas, np.int32)
-    cta_table[:run_ctas.size] = run_ctas
-    geo = Geometry(block, arch.warp_size, cpw, stack_depth)
-    bases, sizes, words = _layout(prog, arrays, arch)
+    cpw = min(_pow2(cpw), _pow2(fused.size)) if blocks_per_wave is None else min(cpw, fused.size)
+    n_waves = -(-fused.size // cpw)
+    geo = Geometry(block, arch.warp_size, cpw, stack_depth, n_items)
+    bases, sizes, end = [], [], None
+    for arrays, _ in items:
+        b, sz, end = _layout(prog, arrays, arch, end)
+        bases.append(b)
+        sizes.append(sz)
+    words = _global_words(end)
     if not data:
         words = 1024  # counters only: the layout's addresses are real, the memory is not there
     if local_bytes < 0:
@@ -199,53 +233,73 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
                       arch=arch if counters else None, optimize=bool(optimize), data=bool(data))
 
     gmem = np.zeros(words * 4, np.uint8)
-    for p in prog.params:
-        if p.is_pointer and data:
-            b = bases[p.index]
-            gmem[b:b + arrays[p.index].nbytes] = arrays[p.index].view(np.uint8).reshape(-1)
+    if data:
+        for (arrays, _), b_item in zip(items, bases):
+            for p in prog.params:
+                if p.is_pointer:
+                    b = b_item[p.index]
+                    gmem[b:b + arrays[p.index].nbytes] = arrays[p.index].view(np.uint8).reshape(-1)
+    scalars = [np.stack([sc[k] for _, sc in items]) for k in range(len(items[0][1]))]
     with jax.enable_x64(True):
         m = _machine(prog, geo, layout, options)
         dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(bases, jnp.int64),
-                  jnp.asarray(sizes, jnp.int64), tuple(jnp.asarray(s) for s in scalars), jnp.asarray(cta_table))
+                  jnp.asarray(sizes, jnp.int64), tuple(jnp.asarray(s) for s in scalars), None)
+        cta_table = np.full(n_waves * cpw, n_items * n_ctas, np.int32)
+        cta_table[:fused.size] = fused
         gm = jnp.asarray(gmem.view(np.uint32))
-        cnt = m.zero_counters()
-        traces, total_steps = [], 0
-        ctx = jax.disable_jit() if not jit else _nullcontext()
-        with ctx:
-            for wave in range(n_waves):
-                gm, cnt, fault, steps, tr, _ = m.run_wave(gm, cnt, jnp.int32(wave), dyn,
-                                                               jnp.uint32(0))
-                total_steps += int(steps)
-                f = np.asarray(fault)
-                if f[0] != errors.NONE:
-                    raise _fault_error(prog, m, geo, grid, sizes, f, max_steps)
-                if trace:
-                    traces.append(tuple(np.asarray(t)[: int(steps)] for t in tr))
+        if devices is not None:
+            from jaxsimt.shard import run_sharded
+            gm, cnt, fault, total_steps = run_sharded(m, gm, dyn, cta_table, devices)
+            if fault[0] != errors.NONE:
+                raise _fault_error(prog, m, geo, grid, sizes, fault, max_steps, cta_table)
+            traces = []
+        else:
+            dyn = dyn._replace(ctas=jnp.asarray(cta_table))
+            cnt = m.zero_counters()
+            traces, total_steps = [], 0
+            ctx = jax.disable_jit() if not jit else _nullcontext()
+            with ctx:
+                for wave in range(n_waves):
+                    gm, cnt, fault, steps, tr, _ = m.run_wave(gm, cnt, jnp.int32(wave), dyn, jnp.uint32(0))
+                    total_steps += int(steps)
+                    f = np.asarray(fault)
+                    if f[0] != errors.NONE:
+                        raise _fault_error(prog, m, geo, grid, sizes, f, max_steps, cta_table)
+                    if trace:
+                        traces.append(tuple(np.asarray(t)[: int(steps)] for t in tr))
         gm_np = np.asarray(gm).view(np.uint8)
         cnt = tuple(np.asarray(c) for c in cnt)
 
-    outputs, final_args = {}, []
-    for p, a in zip(prog.params, args):
-        if p.is_pointer and not data:
-            outputs[p.name] = None
-            final_args.append(None)
-        elif p.is_pointer:
-            src = arrays[p.index]
-            b = bases[p.index]
-            out = gm_np[b:b + src.nbytes].copy().view(src.dtype).reshape(src.shape)
-            outputs[p.name] = out
-            final_args.append(out)
-        else:
-            final_args.append(a)
     regs_used = regs if regs is not None else estimate_registers(prog)
     occ = occupancy(arch, tpb, regs_used, prog.shared_bytes)
-    stats, per_instr = _stats(prog, m, cnt, arch, grid, block, total_steps, occ, regs_used)
     tr = None
     if trace:
         tr = {"block": np.concatenate([t[0] for t in traces]), "mask": np.concatenate([t[1] for t in traces]),
               "sp": np.concatenate([t[2] for t in traces])}
-    return LaunchResult(prog.name, arch.name, grid, block, outputs, tuple(final_args), stats, per_instr, tr, prog,
-                        occ)
+    results, stats_of = [], {}
+    for i, ((arrays, _), args) in enumerate(zip(items, item_args)):
+        outputs, final_args = {}, []
+        for p, a in zip(prog.params, args):
+            if p.is_pointer and not data:
+                outputs[p.name] = None
+                final_args.append(None)
+            elif p.is_pointer:
+                src = arrays[p.index]
+                b = bases[i][p.index]
+                out = gm_np[b:b + src.nbytes].copy().view(src.dtype).reshape(src.shape)
+                outputs[p.name] = out
+                final_args.append(out)
+            else:
+                final_args.append(a)
+        # Stats are a function of the item's counters: items with equal counters share one computation.
+        c_i = tuple(c[i] for c in cnt)
+        key = b"".join(c.tobytes() for c in c_i)
+        if key not in stats_of:
+            stats_of[key] = _stats(prog, m, c_i, arch, grid, block, total_steps, occ, regs_used)
+        stats, per_instr = stats_of[key]
+        results.append(LaunchResult(prog.name, arch.name, grid, block, outputs, tuple(final_args), dict(stats),
+                                    [dict(r) for r in per_instr], tr, prog, occ))
+    return results
 
 
 class _nullcontext:
@@ -324,21 +378,27 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
     return stats, per_instr
 
 
-def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_steps: int) -> errors.SimtError:
+def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_steps: int,
+                 cta_table) -> errors.SimtError:
     code, pc, warp, lane, addr, wave = (int(v) for v in f)
+    n_ctas = grid[0] * grid[1] * grid[2]
+    fused = int(cta_table[min(wave * geo.ctas_per_wave + warp // geo.warps_per_block, len(cta_table) - 1)])
+    item, cta = divmod(fused, n_ctas)
+    sizes = sizes[min(item, len(sizes) - 1)]
     cls = errors.FAULT_CLASS[code]
     instrs = prog.instructions()
     where = ""
     if 0 <= pc < len(instrs):
         ins = instrs[pc][1]
         where = f" at {ins.loc}" if ins.loc else ""
-    cta = wave * geo.ctas_per_wave + warp // geo.warps_per_block
     t = (warp % geo.warps_per_block) * geo.warp_size + lane
     bx, by, _ = geo.block
     gx, gy, _ = grid
     blk = (cta % gx, (cta // gx) % gy, cta // (gx * gy))
     thr = (t % bx, (t // bx) % by, t // (bx * by))
     who = f"block {blk}, thread {thr} (warp {warp % geo.warps_per_block}, lane {lane})"
+    if geo.items > 1:
+        who += f" of batch item {item}"
     k = f"kernel {prog.name}"
     if code in (errors.OOB_GLOBAL, errors.OOB_SHARED, errors.OOB_LOCAL):
         space = {errors.OOB_GLOBAL: "global", errors.OOB_SHARED: "shared", errors.OOB_LOCAL: "local"}[code]

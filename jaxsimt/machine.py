@@ -7,7 +7,12 @@ Barriers release when every unfinished warp of a block waits. No Python loop run
 or instructions at run time: Python only unrolls a block's instructions while tracing it.
 
 Shapes: W = warps in a wave (blocks per wave x warps per block), L = warp size, D = stack depth,
-NB = basic blocks, NI = instructions.
+NB = basic blocks, NI = instructions, I = items of a batched launch (1 for a plain launch).
+
+Batched launches fold their items into the block axis: item i's blocks have the linear ids
+i * n_ctas + (block id in its grid), its arrays lie side by side with the other items' in global memory,
+and each warp reads its item's bases, sizes and scalars; counters keep a leading item axis, summed per
+item (`Machine.tally`) as they are counted.
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ class Geometry:
     warp_size: int
     ctas_per_wave: int
     depth: int
+    items: int = 1  # launches folded into the block axis (counters are kept per item)
 
     @property
     def threads_per_block(self) -> int:
@@ -68,11 +74,12 @@ class Dyn(NamedTuple):
     """Run-time launch values: changing them never recompiles."""
 
     grid: jnp.ndarray  # [3] int32
-    n_ctas: jnp.ndarray  # [] int32
-    bases: jnp.ndarray  # [n_params] int64  byte address of each array argument (-1: scalar)
-    sizes: jnp.ndarray  # [n_params] int64  bytes of each array argument
-    scalars: tuple = ()  # values of the scalar parameters, in parameter order
-    ctas: jnp.ndarray = None  # [waves * ctas_per_wave] int32  linear ids of the blocks to run (n_ctas: none)
+    n_ctas: jnp.ndarray  # [] int32  blocks in one item's grid
+    bases: jnp.ndarray  # [I, n_params] int64  byte address of each item's array arguments (-1: scalar)
+    sizes: jnp.ndarray  # [I, n_params] int64  bytes of each array argument
+    scalars: tuple = ()  # one [I] array per scalar parameter, in parameter order
+    ctas: jnp.ndarray = None  # [waves * ctas_per_wave] int32  item * n_ctas + block id of the blocks to run
+    # (I * n_ctas: none)
 
 
 class State(NamedTuple):
@@ -85,11 +92,11 @@ class State(NamedTuple):
     waiting: jnp.ndarray  # [W] bool  at a barrier
     steps: jnp.ndarray  # [] int32
     zero: jnp.ndarray  # [] uint32  a run-time zero (see alu.guard)
-    warp_exec: jnp.ndarray  # [NB] int64  warp-level executions of each block
-    thread_exec: jnp.ndarray  # [NB] int64  active lanes summed over those executions
-    divergent: jnp.ndarray  # [NB] int64  divergent executions of the block's branch
-    max_depth: jnp.ndarray  # [] int32
-    mem: jnp.ndarray  # [NI, N_MEM] int64  per-instruction memory counters
+    warp_exec: jnp.ndarray  # [I, NB] int64  warp-level executions of each block
+    thread_exec: jnp.ndarray  # [I, NB] int64  active lanes summed over those executions
+    divergent: jnp.ndarray  # [I, NB] int64  divergent executions of the block's branch
+    max_depth: jnp.ndarray  # [I] int32
+    mem: jnp.ndarray  # [I, NI, N_MEM] int64  per-instruction memory counters
     fault: jnp.ndarray  # [6] int64  (code, pc, warp, lane, address, wave); code 0: none
     trace: tuple  # () or (block [S] int32, mask [S, W] uint32, sp [S, W] int32)
 
@@ -119,6 +126,8 @@ class _Exec:
         self.m, self.active, self.wave, self.dyn, self.zero = m, active, wave, dyn, zero
         regs, self.gmem, self.smem, self.lmem, self.mem, self.fault = data
         self.regs = list(regs)  # state registers, indexed by m.slot[reg.index]
+        self.item = m.item_of_warp(wave, dyn)  # [W] the batch item each warp belongs to
+        self.bases, self.sizes = dyn.bases[self.item], dyn.sizes[self.item]  # [W, n_params]
         self.local: dict = {}  # registers that live only inside this block: plain values
 
     def data(self):
@@ -189,9 +198,9 @@ class _Exec:
         """A kernel parameter's value: an array argument's base address (u64) or a scalar."""
         p = self.m.program.params[index]
         if p.is_pointer:
-            return self.dyn.bases[index].astype(jnp.uint64)
+            return self.bases[:, index, None].astype(jnp.uint64)
         k = [q.index for q in self.m.program.params if not q.is_pointer].index(index)
-        return jnp.asarray(self.dyn.scalars[k])
+        return jnp.asarray(self.dyn.scalars[k])[self.item, None]
 
     def vote(self, ins: Instr):
         p = self.read(ins.src[0]).astype(bool)
@@ -224,20 +233,21 @@ class _Exec:
             off = raw.astype(jnp.int64) + ins.attr("offset", 0)
         if space in ("global", "generic", "const"):
             if arr is not None:
-                base, size = self.dyn.bases[arr], self.dyn.sizes[arr]
+                base, size = self.bases[:, arr, None], self.sizes[:, arr, None]
                 addr = base + off
                 rel = off
             else:
                 addr = off
                 # the allocation holding each address (few arrays: test each)
-                inside = [(addr >= self.dyn.bases[q.index]) & (addr < self.dyn.bases[q.index] + self.dyn.sizes[q.index])
+                bases, sizes = self.bases[:, :, None], self.sizes[:, :, None]
+                inside = [(addr >= bases[:, q.index]) & (addr < bases[:, q.index] + sizes[:, q.index])
                           for q in m.program.params if q.is_pointer]
                 hit = jnp.any(jnp.stack(inside), axis=0) if inside else jnp.zeros(act.shape, bool)
                 base = jnp.zeros(act.shape, jnp.int64)
                 size = jnp.zeros(act.shape, jnp.int64)
                 for q, ins_q in zip([q for q in m.program.params if q.is_pointer], inside):
-                    base = jnp.where(ins_q, self.dyn.bases[q.index], base)
-                    size = jnp.where(ins_q, self.dyn.sizes[q.index], size)
+                    base = jnp.where(ins_q, bases[:, q.index], base)
+                    size = jnp.where(ins_q, sizes[:, q.index], size)
                 rel = jnp.where(hit, addr - base, addr)
                 size = jnp.where(hit, size, -1)
             name, code = "gmem", errors.OOB_GLOBAL
@@ -274,7 +284,7 @@ class _Exec:
         nbytes = t.size * vec
         name, widx, boff, addr, ok = self.address(ins, nbytes, pc)
         if m.options.arch is not None and name in ("gmem", "smem"):
-            self.mem = m.count_memory(self.mem, pc, ins.op, name, addr, nbytes, ok)
+            self.mem = m.count_memory(self.mem, pc, ins.op, name, addr, nbytes, ok, self.item)
         words = getattr(self, name)
         if not m.options.data:  # counters only
             for r in ins.dst:
@@ -363,8 +373,16 @@ class Machine:
         return self._run_wave(gmem, counters, wave, dyn, zero)
 
     # -- memory counters --
-    def count_memory(self, mem, pc: int, op: str, name: str, addr, nbytes: int, ok):
-        """Add one warp instruction's memory cost, for every warp of the step, to mem[pc]."""
+    def tally(self, x, item):
+        """[W] per-warp counts -> [I] int64 sums per batch item (`item` [W]: each warp's item)."""
+        x = x.astype(jnp.int64)
+        if self.geo.items == 1:
+            return jnp.sum(x)[None]
+        return jax.ops.segment_sum(x, item, num_segments=self.geo.items)
+
+    def count_memory(self, mem, pc: int, op: str, name: str, addr, nbytes: int, ok, item):
+        """Add one warp instruction's memory cost, for every warp of the step, to mem[:, pc] (per item;
+        `item` [W]: each warp's batch item)."""
         arch = self.options.arch
         if name == "gmem":
             row = list(memstats.global_counts(arch, addr, nbytes, ok, "st" if op == "st" else "ld"))
@@ -374,9 +392,9 @@ class Machine:
             cols = [MEM_WAVEFRONTS, MEM_CONFLICTS]
         row.append(jnp.sum(ok, axis=-1) * nbytes)
         cols.append(MEM_BYTES)
-        add = jnp.zeros((N_MEM,), jnp.int64).at[jnp.asarray(cols)].set(
-            jnp.stack([jnp.sum(r.astype(jnp.int64)) for r in row]))
-        return mem.at[pc].add(add)
+        add = jnp.zeros((self.geo.items, N_MEM), jnp.int64).at[:, jnp.asarray(cols)].set(
+            jnp.stack([self.tally(r, item) for r in row], axis=1))
+        return mem.at[:, pc].add(add)
 
     # -- lanes and threads --
     def pack(self, bits):
@@ -389,13 +407,23 @@ class Machine:
     def thread_linear(self):
         return self.warp_in_cta[:, None] * self.geo.warp_size + self.lane[None, :]
 
-    def cta_linear(self, wave, dyn: Dyn):
-        """[W] linear block id of each warp's block in this wave."""
+    def cta_fused(self, wave, dyn: Dyn):
+        """[W] item * n_ctas + linear block id of each warp's block in this wave."""
         return dyn.ctas[wave * self.geo.ctas_per_wave + self.cta_of_warp]
+
+    def cta_linear(self, wave, dyn: Dyn):
+        """[W] linear block id (in its item's grid) of each warp's block in this wave."""
+        return self.cta_fused(wave, dyn) % dyn.n_ctas
+
+    def item_of_warp(self, wave, dyn: Dyn):
+        """[W] int32 batch item of each warp (padding blocks: the last item; they never run)."""
+        if self.geo.items == 1:
+            return jnp.zeros((self.geo.W,), jnp.int32)
+        return jnp.minimum(self.cta_fused(wave, dyn) // dyn.n_ctas, self.geo.items - 1).astype(jnp.int32)
 
     def valid_mask(self, wave, dyn: Dyn):
         t = self.thread_linear()
-        ok = (t < self.geo.threads_per_block) & (self.cta_linear(wave, dyn) < dyn.n_ctas)[:, None]
+        ok = (t < self.geo.threads_per_block) & (self.cta_fused(wave, dyn) < dyn.n_ctas * self.geo.items)[:, None]
         return self.pack(ok)
 
     def special(self, name: str, wave, dyn: Dyn):
@@ -449,6 +477,7 @@ class Machine:
         mask = jnp.where(sel, top_mask & ~s.exited, jnp.uint32(0))
         active = self.unpack(mask)
 
+        item = self.item_of_warp(wave, dyn)
         if NB > 1:
             s, taken = lax.switch(b, fns, s, active, wave, dyn)
         else:
@@ -491,21 +520,29 @@ class Machine:
         return s._replace(
             regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, stack=st, exited=exited, waiting=waiting,
             steps=s.steps + 1, trace=trace,
-            warp_exec=s.warp_exec.at[b].add(jnp.sum(sel & (mask != 0), dtype=jnp.int64)),
-            thread_exec=s.thread_exec.at[b].add(jnp.sum(lax.population_count(mask), dtype=jnp.int64)),
-            divergent=s.divergent.at[b].add(jnp.sum(div, dtype=jnp.int64)),
-            max_depth=jnp.maximum(s.max_depth, jnp.max(st.sp)))
+            warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
+            thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
+            divergent=s.divergent.at[:, b].add(self.tally(div, item)),
+            max_depth=jnp.maximum(s.max_depth, self.item_max(st.sp, item)))
+
+    def item_max(self, x, item):
+        """[W] int32 -> [I] maxima per batch item (items without a warp here: int32 min)."""
+        if self.geo.items == 1:
+            return jnp.max(x)[None]
+        return jax.ops.segment_max(x, item, num_segments=self.geo.items)
 
     # -- the run of one wave --
     def init_state(self, gmem, counters, wave, dyn: Dyn, zero) -> State:
         g = self.geo
         W, L = g.W, g.warp_size
+        item = self.item_of_warp(wave, dyn)
         scal = {p.reg.index: v for p, v in zip([p for p in self.program.params if not p.is_pointer], dyn.scalars)
                 if p.reg is not None}
         regs = []
         for r in self.state_regs:
             if r.index in scal:
-                regs.append(jnp.broadcast_to(jnp.asarray(scal[r.index]).astype(r.dtype.np_dtype), (W, L)))
+                v = jnp.asarray(scal[r.index])[item, None]
+                regs.append(jnp.broadcast_to(v.astype(r.dtype.np_dtype), (W, L)))
             else:
                 regs.append(jnp.zeros((W, L), r.dtype.np_dtype))
         S = self.options.trace_steps
@@ -537,6 +574,6 @@ class Machine:
         return s.gmem, counters, fault, s.steps, s.trace, jnp.where(s.stack.sp > 0, top_pc, -1)
 
     def zero_counters(self):
-        NB = self.NB
-        return (jnp.zeros((NB,), jnp.int64), jnp.zeros((NB,), jnp.int64), jnp.zeros((NB,), jnp.int64),
-                jnp.int32(0), jnp.zeros((self.NI, N_MEM), jnp.int64))
+        NB, I = self.NB, self.geo.items
+        return (jnp.zeros((I, NB), jnp.int64), jnp.zeros((I, NB), jnp.int64), jnp.zeros((I, NB), jnp.int64),
+                jnp.zeros((I,), jnp.int32), jnp.zeros((I, self.NI, N_MEM), jnp.int64))

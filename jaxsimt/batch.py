@@ -1,0 +1,151 @@
+"""Batched launches and sweeps: many launches of a kernel as one run of the machine.
+
+`launch_batch` runs one kernel with one launch shape over a batch of inputs (a leading batch axis on
+the arguments, as `jax.vmap`'s `in_axes` says). The items are not vmapped over the machine's loop (a
+batched `lax.switch` would run every basic block and a batched `while_loop` would run until its slowest
+item): they are folded into the block axis — item i's blocks get the ids i * n_blocks + block, its arrays
+lie after item i-1's in global memory, each warp reads its own item's bases, sizes and scalars — and the
+counters are summed per item as they are counted. One compiled machine, one loop over waves.
+
+`sweep` runs launches that differ in shape (block sizes, tile sizes, kernels, architectures): it groups
+them by what must be equal inside one batch (kernel, grid, block, architecture, options), runs each group
+as one batched launch, and returns the results in the input order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional, Sequence, Union
+
+import numpy as np
+
+from jaxsimt.arch import Arch, get_arch
+from jaxsimt.launch import LaunchResult, _dim3, _program_of, _split_args, run_items
+
+
+@dataclass
+class BatchResult:
+    """Per-item results of a batched launch.
+
+    items: one LaunchResult per item, exactly what `jaxsimt.launch` returns for that item alone;
+    outputs: parameter name -> the items' final arrays stacked on a leading batch axis [B, ...];
+    stats: metric name -> [B] array of the items' values.
+    """
+
+    items: list[LaunchResult]
+    outputs: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
+    stats: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[LaunchResult]:
+        return iter(self.items)
+
+    def __getitem__(self, key: Union[int, str]):
+        """An item's LaunchResult (int) or a parameter's stacked final arrays (str)."""
+        return self.outputs[key] if isinstance(key, str) else self.items[key]
+
+
+def _unbatch(prog, args: Sequence[Any], in_axes) -> list[tuple]:
+    """Split batched arguments into per-item argument tuples (in_axes: 0 or None per argument)."""
+    if len(args) != len(prog.params):
+        raise TypeError(f"kernel {prog.name} takes {len(prog.params)} arguments "
+                        f"({', '.join(p.name for p in prog.params)}), got {len(args)}")
+    axes = [in_axes] * len(args) if in_axes in (0, None) else list(in_axes)
+    if len(axes) != len(args) or any(a not in (0, None) for a in axes):
+        raise ValueError(f"kernel {prog.name}: in_axes must be 0, None, or one of them per argument; got {in_axes!r}")
+    sizes = {}
+    for p, a, ax in zip(prog.params, args, axes):
+        if ax == 0:
+            n = np.shape(a)[0] if np.ndim(a) > 0 else None
+            if n is None:
+                raise ValueError(f"kernel {prog.name}: argument {p.name!r} has in_axes 0 but no leading batch axis")
+            sizes[p.name] = n
+    if not sizes:
+        raise ValueError(f"kernel {prog.name}: no argument has a batch axis (in_axes all None)")
+    if len(set(sizes.values())) != 1:
+        raise ValueError(f"kernel {prog.name}: batch axes differ in length: {sizes}")
+    B = next(iter(sizes.values()))
+    if B < 1:
+        raise ValueError(f"kernel {prog.name}: empty batch")
+    return [tuple(a[i] if ax == 0 else a for a, ax in zip(args, axes)) for i in range(B)]
+
+
+def _stack(items: list[LaunchResult]) -> tuple[dict, dict]:
+    outputs = {k: (None if v is None else np.stack([it.outputs[k] for it in items]))
+               for k, v in items[0].outputs.items()}
+    stats = {k: np.asarray([it.stats[k] for it in items]) for k in items[0].stats}
+    return outputs, stats
+
+
+def launch_batch(kernel, grid, block, args: Sequence[Any], arch: Union[str, Arch] = "h200", *,
+                 in_axes=0, **options) -> BatchResult:
+    """Launch `kernel` once per item of a batch, as one compiled run: item i's arguments are
+    `args[k][i]` for the arguments batched on axis 0 and `args[k]` for those with `in_axes` None
+    (shared inputs: each item still gets its own copy to write). Same grid, block, architecture and
+    options for every item; `options` are `jaxsimt.launch`'s (trace excepted). Item i's results and
+    counters equal `jaxsimt.launch` of item i alone; `emulator__steps` is the batch's step count."""
+    prog = _program_of(kernel)
+    per_item = _unbatch(prog, args, in_axes)
+    items = run_items(prog, grid, block, [_split_args(prog, a) for a in per_item], per_item, arch, **options)
+    outputs, stats = _stack(items)
+    return BatchResult(items, outputs, stats)
+
+
+@dataclass
+class LaunchSpec:
+    """One launch of a sweep: `jaxsimt.launch(kernel, grid, block, args, arch, **options)`."""
+
+    kernel: Any
+    grid: Any
+    block: Any
+    args: Sequence[Any] = ()
+    arch: Union[str, Arch] = "h200"
+    options: dict = field(default_factory=dict)
+
+    def group_key(self) -> tuple:
+        """What launches must share to run as one batch."""
+        prog = _program_of(self.kernel)
+        opts = tuple(sorted((k, v if not isinstance(v, (list, np.ndarray)) else tuple(np.ravel(v)))
+                            for k, v in self.options.items()))
+        return (id(prog), _dim3(self.grid, "grid"), _dim3(self.block, "block"), get_arch(self.arch).name, opts)
+
+
+def sweep(specs: Sequence[LaunchSpec], *, progress: bool = True, max_items: int = 1024,
+          description: str = "sweep") -> list[LaunchResult]:
+    """Run launches of any shapes; each group of launches sharing kernel, grid, block, architecture
+    and options runs as batched launches (at most `max_items` items each). Returns the LaunchResults
+    in the order of `specs`. `progress`: show a rich progress bar (launches done / total)."""
+    specs = list(specs)
+    groups: dict[tuple, list[int]] = {}
+    for i, s in enumerate(specs):
+        if not isinstance(s, LaunchSpec):
+            raise TypeError(f"sweep expects LaunchSpec items, got {type(s).__name__} at position {i}")
+        groups.setdefault(s.group_key(), []).append(i)
+    results: list[Optional[LaunchResult]] = [None] * len(specs)
+
+    def run_group(idx: list[int]):
+        s0 = specs[idx[0]]
+        prog = _program_of(s0.kernel)
+        per_item = [tuple(specs[i].args) for i in idx]
+        out = run_items(prog, s0.grid, s0.block, [_split_args(prog, a) for a in per_item], per_item, s0.arch,
+                        **s0.options)
+        for i, r in zip(idx, out):
+            results[i] = r
+
+    chunks = [idx[k:k + max_items] for idx in groups.values() for k in range(0, len(idx), max_items)]
+    if progress:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[group]}"), TimeElapsedColumn()) as bar:
+            task = bar.add_task(description, total=len(specs), group="")
+            for idx in chunks:
+                s0 = specs[idx[0]]
+                bar.update(task, group=f"{_program_of(s0.kernel).name} block={_dim3(s0.block, 'block')} "
+                                       f"x{len(idx)}")
+                run_group(idx)
+                bar.advance(task, len(idx))
+    else:
+        for idx in chunks:
+            run_group(idx)
+    return results
