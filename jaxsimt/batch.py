@@ -104,10 +104,9 @@ class LaunchSpec:
     options: dict = field(default_factory=dict)
 
     def group_key(self) -> tuple:
-        """What launches must share to run as one batch."""
+        """What launches must share to run as one batch (everything but the arguments and `ctas`)."""
         prog = _program_of(self.kernel)
-        opts = tuple(sorted((k, v if not isinstance(v, (list, np.ndarray)) else tuple(np.ravel(v)))
-                            for k, v in self.options.items()))
+        opts = tuple(sorted((k, v) for k, v in self.options.items() if k != "ctas"))
         return (id(prog), _dim3(self.grid, "grid"), _dim3(self.block, "block"), get_arch(self.arch).name, opts)
 
 
@@ -128,8 +127,9 @@ def sweep(specs: Sequence[LaunchSpec], *, progress: bool = True, max_items: int 
         s0 = specs[idx[0]]
         prog = _program_of(s0.kernel)
         per_item = [tuple(specs[i].args) for i in idx]
+        opts = {k: v for k, v in s0.options.items() if k != "ctas"}
         out = run_items(prog, s0.grid, s0.block, [_split_args(prog, a) for a in per_item], per_item, s0.arch,
-                        **s0.options)
+                        item_ctas=[specs[i].options.get("ctas") for i in idx], **opts)
         for i, r in zip(idx, out):
             results[i] = r
 

@@ -191,10 +191,11 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
               stack_depth: int = 16, blocks_per_wave: Optional[int] = None, trace: bool = False,
               jit: bool = True, counters: bool = True, optimize: Optional[bool] = None,
               ctas: Optional[Sequence[int]] = None, data: bool = True, local_bytes: int = 0,
-              devices=None) -> list[LaunchResult]:
+              devices=None, item_ctas: Optional[Sequence[Sequence[int]]] = None) -> list[LaunchResult]:
     """Run one launch per item (`items`: `_split_args` of each item's arguments, `item_args` the
     arguments as given) as ONE run of the machine: the items' blocks side by side on the block axis,
-    their arrays side by side in global memory. Returns one LaunchResult per item, as `launch` would."""
+    their arrays side by side in global memory. Returns one LaunchResult per item, as `launch` would.
+    `item_ctas`: the blocks to run, per item (instead of `ctas`, the same for every item)."""
     arch = get_arch(arch)
     grid, block = _dim3(grid, "grid"), _dim3(block, "block")
     check_launch(prog, arch, grid, block, regs)
@@ -204,11 +205,17 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
 
     tpb = block[0] * block[1] * block[2]
     n_ctas = grid[0] * grid[1] * grid[2]
-    run_ctas = np.arange(n_ctas, dtype=np.int64) if ctas is None else np.asarray(ctas, np.int64).reshape(-1)
-    if run_ctas.size == 0 or run_ctas.min() < 0 or run_ctas.max() >= n_ctas:
-        raise errors.LaunchConfigError(f"kernel {prog.name}: ctas must be block ids in [0, {n_ctas})")
-    # the batch's blocks: item i's block c has the fused id i * n_ctas + c
-    fused = (np.arange(n_items, dtype=np.int64)[:, None] * n_ctas + run_ctas[None, :]).reshape(-1)
+    if item_ctas is None:
+        item_ctas = [ctas] * n_items
+    elif ctas is not None or len(item_ctas) != n_items:
+        raise errors.LaunchConfigError(f"kernel {prog.name}: give ctas or one item_ctas per item")
+    fused = []
+    for i, c in enumerate(item_ctas):
+        run_ctas = np.arange(n_ctas, dtype=np.int64) if c is None else np.asarray(c, np.int64).reshape(-1)
+        if run_ctas.size == 0 or run_ctas.min() < 0 or run_ctas.max() >= n_ctas:
+            raise errors.LaunchConfigError(f"kernel {prog.name}: ctas must be block ids in [0, {n_ctas})")
+        fused.append(i * n_ctas + run_ctas)  # the batch's blocks: item i's block c has the id i * n_ctas + c
+    fused = np.concatenate(fused)
     wpb = -(-tpb // arch.warp_size)
     # Blocks per wave: a power of two (padding blocks start finished), so grids of similar sizes share
     # one compiled machine.
