@@ -40,6 +40,22 @@ class Timing:
     shared_bytes_per_cycle_per_sm: float  # one wavefront per cycle x bank count x bank width
     l2_bytes_per_cycle: float  # whole chip
     dram_gbytes_per_s: float  # whole chip, GB/s
+    # --- the cycle-level model (jaxsimt.timing); cycles unless said ---
+    branch_latency: float = 8.0  # a warp's next instruction after a branch / exit (branch_resolving)
+    barrier_latency: float = 20.0  # from the last warp's arrival to the release of a block's warps
+    # per-scheduler issue interval of one warp instruction, by class (cycles the pipe stays busy)
+    alu_issue: float = 2.0  # integer / logic / compare / move (16 INT32 lanes per sub-partition)
+    fp32_issue: float = 1.0
+    sfu_issue: float = 8.0
+    tensor_issue: float = 2.0  # at least; an mma occupies the tensor pipe flops / (rate per sub-partition)
+    lsu_issue: float = 2.0  # shared / global / shuffle instructions into the MIO / LSU queues
+    control_issue: float = 1.0
+    shared_cycles_per_wavefront: float = 1.0  # SM-wide shared-memory data pipe
+    l1_sectors_per_cycle: float = 4.0  # SM-wide L1TEX tag / data throughput for global sectors
+    mio_queue_cycles: float = 16.0  # shared-memory backlog beyond which shared instructions stall (mio_throttle)
+    lsu_queue_cycles: float = 64.0  # L1 backlog beyond which global instructions stall (lg_throttle)
+    block_launch_cycles: float = 200.0  # from a block slot freeing (or kernel start) to its next block's first issue
+    launch_overhead_us: float = 1.5  # kernel launch to first block and last block to completion, microseconds
 
 
 @dataclass(frozen=True)
@@ -181,6 +197,10 @@ G80 = Arch(
         shared_bytes_per_cycle_per_sm=16 * 4 / 2.0,
         l2_bytes_per_cycle=64.0,
         dram_gbytes_per_s=86.4,
+        alu_issue=4.0,  # 8 SPs: a warp instruction takes 4 cycles
+        fp32_issue=4.0,
+        sfu_issue=16.0,
+        lsu_issue=4.0,
     ),
 )
 
@@ -238,6 +258,9 @@ FERMI = Arch(
         shared_bytes_per_cycle_per_sm=32 * 4 / 2.0,
         l2_bytes_per_cycle=384.0,
         dram_gbytes_per_s=177.4,
+        alu_issue=2.0,  # 16 lanes per scheduler
+        fp32_issue=2.0,
+        sfu_issue=8.0,
     ),
 )
 

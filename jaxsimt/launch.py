@@ -46,6 +46,7 @@ class LaunchResult:
     trace: Optional[dict] = field(repr=False, default=None)
     program: Optional[Program] = field(repr=False, default=None)
     occupancy: dict = field(repr=False, default_factory=dict)
+    timing: Optional[dict] = field(repr=False, default=None)  # the cycle-level replay (launch(timing=True))
 
     def memory_table(self) -> str:
         """The per-instruction memory table (global requests/sectors, shared wavefronts/conflicts)."""
@@ -162,7 +163,7 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
            regs: Optional[int] = None, max_steps: int = 2_000_000, stack_depth: int = 16,
            blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True,
            counters: bool = True, optimize: Optional[bool] = None, ctas: Optional[Sequence[int]] = None,
-           data: bool = True, local_bytes: int = 0, devices=None) -> LaunchResult:
+           data: bool = True, local_bytes: int = 0, devices=None, timing: bool = False) -> LaunchResult:
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
     parameters, Python/numpy scalars for the others) on architecture `arch`.
 
@@ -177,13 +178,20 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     memory is not read or written (loads give zeros), for kernels whose control flow ignores the data;
     local_bytes: per-thread local memory (space "local"; byte offsets in the thread's own window, zeroed
     at launch, not counted as global or shared traffic); devices: spread the waves of blocks over these
-    JAX devices (an int: the first n; see `jaxsimt.shard`), global memory replicated and merged.
+    JAX devices (an int: the first n; see `jaxsimt.shard`), global memory replicated and merged; timing:
+    also predict the kernel's time with the cycle-level model (`jaxsimt.timing`: one more traced run of a
+    representative set of blocks, then the replay) — adds `cycles`, `predicted_ms`,
+    `predicted_ms_analytical`, achieved occupancy and `stall_*` to the stats, the replay to `result.timing`.
     """
     prog = _program_of(kernel)
-    return run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, regs=regs, max_steps=max_steps,
-                     stack_depth=stack_depth, blocks_per_wave=blocks_per_wave, trace=trace, jit=jit,
-                     counters=counters, optimize=optimize, ctas=ctas, data=data, local_bytes=local_bytes,
-                     devices=devices)[0]
+    res = run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, regs=regs, max_steps=max_steps,
+                    stack_depth=stack_depth, blocks_per_wave=blocks_per_wave, trace=trace, jit=jit,
+                    counters=counters, optimize=optimize, ctas=ctas, data=data, local_bytes=local_bytes,
+                    devices=devices)[0]
+    if timing:
+        from jaxsimt import timing as timing_model
+        res.timing = timing_model.attach(res, kernel, args, regs=regs, local_bytes=local_bytes)
+    return res
 
 
 def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Sequence[Sequence[Any]],

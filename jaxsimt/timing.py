@@ -1,0 +1,470 @@
+"""The cycle-level timing model: instruction traces replayed on SMs with warp schedulers and scoreboards.
+
+Each simulated SM holds up to `active_blocks_per_sm` blocks (occupancy) and takes the next block of its
+queue when one finishes. Its warps are mapped to schedulers by warp slot mod N. One replay step issues one
+warp instruction on the SM: among every warp's earliest issue time — the max of its own readiness (one
+instruction per cycle, branch resolution, barrier release, block start), its scoreboard (the source and
+destination registers' ready times), its pipe's issue interval, and the MIO / LSU queue backlog — the
+earliest one fixes the scheduler, and that scheduler's policy picks among its warps ready in that cycle:
+loose round-robin (the next warp after the last one issued) or greedy-then-oldest (the last one again if
+ready, else the oldest). Shared-memory wavefronts are served one after another on the SM's shared pipe;
+global accesses go through an L1 stage (requests and sectors per cycle), then their L1 misses through the
+SM's share of L2 bandwidth, and the DRAM share of those through the SM's share of DRAM bandwidth, each a
+queue with its own latency. Barriers release a block's warps when every unfinished warp has arrived.
+
+Every time is a float computed by max and plus from the parameters, so `jax.grad` of the cycles with
+respect to the parameters (a pytree of floats, `params_of(arch)`) exists almost everywhere; the choices
+(which warp issues) are piecewise constant. The replay is a `lax.scan` with a static number of steps; an
+SM whose queue holds more instructions than that is extrapolated at the rate of the second half of the
+window (steady state), which keeps replaying huge grids cheap.
+
+Stall reasons follow Nsight Compute's names (smsp__pcsamp_warps_issue_stalled_*): for every issued
+instruction, the warp-cycles since its warp's previous issue are split into the constraint that held it
+— block not started (no_instruction), branch_resolving, barrier, the scoreboard (wait: fixed-latency
+producer; short_scoreboard: shared memory / SFU / shuffle; long_scoreboard: global memory), the pipe
+(math_pipe_throttle, mio_throttle, lg_throttle) — then not_selected, and one selected cycle.
+
+Shapes: WS warp slots per SM (the architecture's max warps per SM), RB block slots, NSCH schedulers,
+NR register slots, NI instructions, NW traced warps, L stream length, Q queued blocks, S replay steps.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxsimt import trace as tr
+from jaxsimt.arch import Arch, get_arch
+
+REASONS = ("selected", "not_selected", "wait", "short_scoreboard", "long_scoreboard", "barrier",
+           "branch_resolving", "math_pipe_throttle", "mio_throttle", "lg_throttle", "no_instruction")
+SELECTED, NOT_SELECTED, WAIT, SHORT, LONG, BAR, BRANCH, MATH, MIO, LG, NOINST = range(len(REASONS))
+POLICIES = ("lrr", "gto")
+
+# per timing class: the scoreboard kind its result sets, and the throttle reason of its pipe
+_KIND = np.array([WAIT, WAIT, SHORT, WAIT, SHORT, LONG, WAIT, WAIT, SHORT], np.int32)
+_THROTTLE = np.array([MATH, MATH, MATH, MATH, MIO, LG, MATH, MATH, MIO], np.int32)
+_INF = jnp.float32(3e38)
+CHECKPOINT = True
+
+
+def params_of(arch: "Arch | str") -> dict:
+    """The architecture's timing parameters as a dict of float32 scalars (a pytree for jax.grad)."""
+    arch = get_arch(arch)
+    return {k: jnp.asarray(float(v), jnp.float32) for k, v in dataclasses.asdict(arch.timing).items()}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Static sizes of one replay (part of the compiled shape)."""
+
+    warp_slots: int  # WS
+    block_slots: int  # RB
+    schedulers: int  # NSCH
+    steps: int  # S = outer * inner
+    inner: int  # steps per checkpointed chunk
+
+
+Kernel = dict  # per-kernel arrays (a dict pytree): cls/dst/src/requests/sectors/wavefronts/hit_l1/to_dram/flops
+# [NI], pcs [NW, L], length [NW], wpb [], blocks [] (resident blocks per SM)
+
+
+def _pad(a: np.ndarray, n: int, axis: int = 0, value=0) -> np.ndarray:
+    width = [(0, 0)] * a.ndim
+    width[axis] = (0, n - a.shape[axis])
+    return np.pad(a, width, constant_values=value)
+
+
+def kernel_arrays(t: tr.Trace, blocks_per_sm: int, NI: int = 0, NW: int = 0, L: int = 0) -> Kernel:
+    """The replay's per-kernel arrays, padded to powers of two (or to NI / NW / L when larger) so that
+    kernels of similar sizes share one compiled replay and can be stacked into one batch."""
+    flops = np.asarray([float((o.attr("inner") or o).attr("flops", 0) or 0) for _, o in t.program.instructions()],
+                       np.float32)
+    NI = max(NI, _pow2(max(len(t.cls), 64)))
+    NW = max(NW, _pow2(max(t.pcs.shape[0], 32)))
+    L = max(L, _pow2(max(t.pcs.shape[1], 64)))
+    f32 = lambda a: jnp.asarray(_pad(np.asarray(a, np.float32), NI))  # noqa: E731
+    length = np.minimum(t.length, t.pcs.shape[1]).astype(np.int32)
+    return Kernel(cls=jnp.asarray(_pad(t.cls, NI, value=tr.ALU)), dst=jnp.asarray(_pad(t.dst, NI, value=-1)),
+                  src=jnp.asarray(_pad(t.src, NI, value=-1)), requests=f32(t.requests), sectors=f32(t.sectors),
+                  wavefronts=f32(t.wavefronts), hit_l1=f32(t.hit_l1), to_dram=f32(t.to_dram), flops=f32(flops),
+                  pcs=jnp.asarray(_pad(_pad(t.pcs, L, 1, -1), NW, 0, -1)), length=jnp.asarray(_pad(length, NW)),
+                  wpb=jnp.int32(t.warps_per_block), blocks=jnp.int32(blocks_per_sm))
+
+
+def _class_tables(p: dict, nsch):
+    lat = jnp.stack([p["alu_latency"], p["fma_latency"], p["sfu_latency"], p["tensor_latency"],
+                     p["shared_latency"], p["l1_latency"], jnp.float32(0.0), p["branch_latency"],
+                     p["shared_latency"]])
+    issue = jnp.stack([p["alu_issue"], p["fp32_issue"], p["sfu_issue"], p["tensor_issue"], p["lsu_issue"],
+                       p["lsu_issue"], p["control_issue"], p["control_issue"], p["lsu_issue"]])
+    return lat, issue
+
+
+def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: Shape, n_regs: int):
+    """Replay one SM: its queue [Q] of traced block ids (n_queue of them), its share of the chip's L2 and
+    DRAM bandwidth, `total` instructions its queue holds (for extrapolation). Returns a dict of results."""
+    WS, RB, NSCH = shape.warp_slots, shape.block_slots, shape.schedulers
+    NR = n_regs
+    j = jnp.arange(WS, dtype=jnp.int32)
+    wpb = k["wpb"]
+    R = jnp.minimum(k["blocks"], RB)
+    bslot = jnp.minimum(j // wpb, RB - 1)
+    wib = j % wpb
+    valid = j < R * wpb
+    sched = j % NSCH
+    lat, issue = _class_tables(p, NSCH)
+    kind_t, thr_t = jnp.asarray(_KIND), jnp.asarray(_THROTTLE)
+    sectors_per_cycle_l2 = p["l2_bytes_per_cycle"] * share / 32.0
+    sectors_per_cycle_dram = p["dram_gbytes_per_s"] / p["clock_ghz"] * share / 32.0
+    t0 = p["block_launch_cycles"]
+    n_first = jnp.minimum(R, n_queue)
+    rb = jnp.arange(RB, dtype=jnp.int32)
+    slot_tb = jnp.where(rb < n_first, queue[jnp.minimum(rb, queue.shape[0] - 1)], -1)
+    f0 = jnp.float32(0)
+    c = dict(
+        t_sched=jnp.zeros(NSCH, jnp.float32), last=jnp.full(NSCH, -1, jnp.int32),
+        pipe=jnp.zeros((NSCH, tr.N_CLASSES), jnp.float32), mio=f0, l1=f0, l2=f0, dram=f0,
+        slot_tb=slot_tb, slot_start=jnp.full(RB, t0), qnext=n_first,
+        pos=jnp.zeros(WS, jnp.int32), wfree=jnp.full(WS, t0), wreason=jnp.full(WS, NOINST, jnp.int32),
+        last_issue=jnp.full(WS, t0 - 1.0), reg_t=jnp.zeros((WS, NR), jnp.float32),
+        reg_k=jnp.full((WS, NR), WAIT, jnp.int32), bar=jnp.zeros(WS, bool), bar_t=jnp.zeros(WS, jnp.float32),
+        done=jnp.zeros(WS, bool), wend=jnp.zeros(WS, jnp.float32), age=(bslot * wpb + wib).astype(jnp.int32),
+        stall=jnp.zeros((WS, len(REASONS)), jnp.float32), end_t=f0, occ=f0, issued=jnp.int32(0),
+    )
+
+    def step(c, _):
+        tb = c["slot_tb"][bslot]
+        tw = jnp.clip(tb * wpb + wib, 0, k["pcs"].shape[0] - 1)
+        live = valid & (tb >= 0) & ~c["done"]
+        pc = jnp.maximum(k["pcs"][tw, jnp.clip(c["pos"], 0, k["pcs"].shape[1] - 1)], 0)
+        cl = k["cls"][pc]
+        srcs, dsts = k["src"][pc], k["dst"][pc]
+        regs = jnp.concatenate([srcs, dsts], axis=1)
+        rt = jnp.where(regs >= 0, jnp.take_along_axis(c["reg_t"], jnp.maximum(regs, 0), axis=1), 0.0)
+        dep = jnp.max(rt, axis=1)
+        rid = jnp.maximum(regs[j, jnp.argmax(rt, axis=1)], 0)
+        dep_kind = c["reg_k"][j, rid]
+        x1 = c["wfree"]
+        x2 = jnp.maximum(x1, dep)
+        thr = jnp.where((cl == tr.SHARED) | (cl == tr.SHUFFLE), c["mio"] - p["mio_queue_cycles"],
+                        jnp.where(cl == tr.GLOBAL, c["l1"] - p["lsu_queue_cycles"], -_INF))
+        x3 = jnp.maximum(x2, jnp.maximum(c["pipe"][sched, cl], thr))
+        tw_ = jnp.where(live & ~c["bar"], jnp.maximum(x3, c["t_sched"][sched]), _INF)
+        wmin = jnp.argmin(tw_)
+        tstar = tw_[wmin]
+        go = tstar < _INF
+        s = sched[wmin]
+        cand = (sched == s) & (tw_ < tstar + 1.0)
+        nloc = WS // NSCH
+        lrr_key = (j // NSCH - c["last"][s] // NSCH - 1) % nloc
+        gto_key = jnp.where(j == c["last"][s], -1, c["age"])
+        key = jnp.where(policy == 0, lrr_key, gto_key)
+        sel = jnp.argmin(jnp.where(cand, key, jnp.iinfo(jnp.int32).max)).astype(jnp.int32)
+        T = tw_[sel]
+        csel, pcsel = cl[sel], pc[sel]
+        # -- the issued instruction's completion --
+        interval = jnp.where(csel == tr.TENSOR,
+                             jnp.maximum(issue[tr.TENSOR], k["flops"][pcsel] * NSCH / p["tensor_flops_per_cycle_per_sm"]),
+                             issue[csel])
+        wav = jnp.maximum(k["wavefronts"][pcsel], 1.0) * p["shared_cycles_per_wavefront"]
+        sh_start = jnp.maximum(T, c["mio"])
+        is_sh = (csel == tr.SHARED) | (csel == tr.SHUFFLE)
+        is_gl = csel == tr.GLOBAL
+        sec, req = k["sectors"][pcsel], k["requests"][pcsel]
+        hit, todr = k["hit_l1"][pcsel], k["to_dram"][pcsel]
+        s1 = jnp.maximum(T, c["l1"])
+        o1 = jnp.maximum(req, sec / p["l1_sectors_per_cycle"])
+        miss = sec * (1.0 - hit)
+        s2 = jnp.maximum(s1, c["l2"])
+        e2 = s2 + miss / sectors_per_cycle_l2
+        dsec = miss * todr
+        s3 = jnp.maximum(s2, c["dram"])
+        e3 = s3 + dsec / sectors_per_cycle_dram
+        glat = (p["l1_latency"] + (1.0 - hit) * (p["l2_latency"] - p["l1_latency"])
+                + (1.0 - hit) * todr * (p["dram_latency"] - p["l2_latency"]))
+        g_done = jnp.maximum(jnp.maximum(s1 + o1, jnp.where(miss > 0, e2, 0.0)), jnp.where(dsec > 0, e3, 0.0)) + glat
+        complete = jnp.where(is_sh, sh_start + wav + p["shared_latency"],
+                             jnp.where(is_gl, g_done, T + lat[csel]))
+        upd = go  # every state change below only when an instruction issued
+        mio = jnp.where(upd & is_sh, sh_start + wav, c["mio"])
+        l1 = jnp.where(upd & is_gl, s1 + o1, c["l1"])
+        l2 = jnp.where(upd & is_gl & (miss > 0), e2, c["l2"])
+        dram = jnp.where(upd & is_gl & (dsec > 0), e3, c["dram"])
+        # -- stall accounting of the selected warp's wait --
+        x0 = c["last_issue"][sel] + 1.0
+        a = jnp.maximum(x1[sel] - x0, 0.0)
+        b = jnp.maximum(x2[sel] - jnp.maximum(x1[sel], x0), 0.0)
+        cc = jnp.maximum(x3[sel] - jnp.maximum(x2[sel], x0), 0.0)
+        d = jnp.maximum(T - jnp.maximum(x3[sel], x0), 0.0)
+        reasons = jnp.stack([c["wreason"][sel], dep_kind[sel], thr_t[csel], jnp.int32(NOT_SELECTED),
+                             jnp.int32(SELECTED)])
+        amounts = jnp.stack([a, b, cc, d, jnp.float32(1.0)]) * upd
+        stall = c["stall"].at[sel].add(jnp.zeros(len(REASONS), jnp.float32).at[reasons].add(amounts))
+        # -- scoreboard, pipes, the warp --
+        ds = k["dst"][pcsel]
+        reg_t = c["reg_t"].at[sel, jnp.where(ds >= 0, ds, NR)].set(
+            jnp.where(upd, complete, c["reg_t"][sel, jnp.maximum(ds, 0)]), mode="drop")
+        reg_k = c["reg_k"].at[sel, jnp.where(ds >= 0, ds, NR)].set(kind_t[csel], mode="drop")
+        pipe = c["pipe"].at[s, csel].set(jnp.where(upd, T + interval, c["pipe"][s, csel]))
+        t_sched = c["t_sched"].at[s].set(jnp.where(upd, T + 1.0, c["t_sched"][s]))
+        last = c["last"].at[s].set(jnp.where(upd, sel, c["last"][s]))
+        is_ctl = csel == tr.CONTROL
+        wfree = c["wfree"].at[sel].set(jnp.where(upd, T + jnp.where(is_ctl, p["branch_latency"], 1.0), x1[sel]))
+        wreason = c["wreason"].at[sel].set(jnp.where(is_ctl, BRANCH, NOT_SELECTED))
+        last_issue = c["last_issue"].at[sel].set(jnp.where(upd, T, c["last_issue"][sel]))
+        pos = c["pos"].at[sel].add(upd.astype(jnp.int32))
+        finished = upd & (pos[sel] >= k["length"][tw[sel]])
+        done = c["done"].at[sel].set(c["done"][sel] | finished)
+        wend = c["wend"].at[sel].set(jnp.where(finished, T + 1.0, c["wend"][sel]))
+        end_t = jnp.where(finished, jnp.maximum(c["end_t"], T + 1.0), c["end_t"])
+        # -- barrier: arrive; release the block's warps when every unfinished one has arrived --
+        members = valid & (bslot == bslot[sel])
+        bar = c["bar"].at[sel].set(c["bar"][sel] | (upd & (csel == tr.BARRIER)))
+        bar_t = c["bar_t"].at[sel].set(jnp.where(upd & (csel == tr.BARRIER), T, c["bar_t"][sel]))
+        release = upd & (csel == tr.BARRIER) & jnp.all(~members | bar | done) & jnp.any(members & bar)
+        rel_t = jnp.max(jnp.where(members & bar, bar_t, -_INF)) + p["barrier_latency"]
+        rel = release & members & bar
+        wfree = jnp.where(rel, rel_t, wfree)
+        wreason = jnp.where(rel, BAR, wreason)
+        bar = bar & ~rel
+        # -- block completion: the slot takes the next block of the queue --
+        bs = bslot[sel]
+        blk_done = finished & jnp.all(~members | done)
+        blk_end = jnp.max(jnp.where(members, wend, 0.0))
+        n_members = jnp.sum(members & (c["slot_tb"][bs] >= 0))
+        occ = c["occ"] + jnp.where(blk_done, n_members * (blk_end - c["slot_start"][bs]), 0.0)
+        more = c["qnext"] < n_queue
+        nxt = jnp.where(more, queue[jnp.minimum(c["qnext"], queue.shape[0] - 1)], -1)
+        slot_tb_new = c["slot_tb"].at[bs].set(jnp.where(blk_done, nxt, c["slot_tb"][bs]))
+        start = blk_end + p["block_launch_cycles"]
+        slot_start = c["slot_start"].at[bs].set(jnp.where(blk_done, start, c["slot_start"][bs]))
+        qnext = c["qnext"] + (blk_done & more).astype(jnp.int32)
+        fresh = members & blk_done
+        pos = jnp.where(fresh, 0, pos)
+        done = jnp.where(fresh, nxt < 0, done)
+        wfree = jnp.where(fresh, start, wfree)
+        wreason = jnp.where(fresh, NOINST, wreason)
+        last_issue = jnp.where(fresh, start - 1.0, last_issue)
+        reg_t = jnp.where(fresh[:, None], 0.0, reg_t)
+        age = jnp.where(fresh, c["qnext"] * wpb + wib, c["age"])
+        c2 = dict(t_sched=t_sched, last=last, pipe=pipe, mio=mio, l1=l1, l2=l2, dram=dram, slot_tb=slot_tb_new,
+                  slot_start=slot_start, qnext=qnext, pos=pos, wfree=wfree, wreason=wreason, last_issue=last_issue,
+                  reg_t=reg_t, reg_k=reg_k, bar=bar, bar_t=bar_t, done=done, wend=wend, age=age, stall=stall,
+                  end_t=end_t, occ=occ, issued=c["issued"] + upd.astype(jnp.int32))
+        gap_reason = reasons[jnp.argmax(amounts[:4])]
+        ys = (jnp.where(upd, T, jnp.nan), jnp.where(upd, sel, -1), jnp.where(upd, s, -1),
+              jnp.where(upd, pcsel, -1), jnp.where(upd, tw[sel], -1), jnp.where(upd & (jnp.max(amounts[:4]) > 0),
+                                                                              gap_reason, -1), x0)
+        return c2, ys
+
+    inner = functools.partial(lax.scan, step, length=shape.inner)
+    chunk = jax.checkpoint(lambda c, _: inner(c, None)) if CHECKPOINT else (lambda c, _: inner(c, None))
+    c, ys = lax.scan(chunk, c, None, length=shape.steps // shape.inner)
+    ys = tuple(y.reshape(-1) for y in ys)
+    times = ys[0]
+    S = shape.steps
+    finished = (c["qnext"] >= n_queue) & jnp.all(c["slot_tb"] < 0)
+    # steady-state extrapolation for queues longer than the window
+    h = S // 2
+    t_last, t_half = times[S - 1], times[h - 1]
+    rate = (S - h) / jnp.maximum(t_last - t_half, 1e-3)
+    extra = jnp.maximum(total - c["issued"], 0.0) / rate
+    window_end = jnp.where(finished, c["end_t"], jnp.nan_to_num(t_last) + 1.0)
+    cycles = jnp.where(finished, c["end_t"], window_end + extra)
+    running = (c["slot_tb"] >= 0)
+    occ = c["occ"] + jnp.sum(jnp.where(running, jnp.sum(valid[None, :] & (bslot[None, :] == jnp.arange(RB)[:, None]),
+                                                        axis=1) * (window_end - c["slot_start"]), 0.0))
+    return {"cycles": cycles, "finished": finished, "window_cycles": window_end, "issued": c["issued"],
+            "stall": c["stall"], "warp_cycles": occ, "timeline": ys}
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "n_regs"))
+def replay(params: dict, k: Kernel, queues, n_queue, share, total, policy, shape: Shape, n_regs: int):
+    """Replay every simulated SM (vmapped over the leading axis of queues [M, Q], n_queue / share / total
+    [M]); policy: 0 loose round-robin, 1 greedy-then-oldest. Returns _replay_sm's dict with a leading M."""
+    f = lambda q, n, sh, to: _replay_sm(params, k, q, n, sh, to, policy, shape, n_regs)  # noqa: E731
+    return jax.vmap(f)(queues, n_queue, share, total)
+
+
+# ---------------------------------------------------------------------------------------------
+# From a trace to a prediction
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Work:
+    """What the replay of one kernel needs besides the parameters."""
+
+    kernel: Kernel
+    queues: np.ndarray  # [M, Q] traced block id of each simulated SM's blocks, in dispatch order
+    n_queue: np.ndarray  # [M]
+    share: np.ndarray  # [M] fraction of the chip's L2 / DRAM bandwidth each simulated SM gets
+    total: np.ndarray  # [M] instructions of each simulated SM's queue
+    shape: Shape
+    n_regs: int
+    sms: np.ndarray  # [M] index of each simulated SM
+    occupancy_blocks: int
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, int(n - 1).bit_length())
+
+
+def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optional[int] = None,
+         max_steps: int = 16384, inner: int = 256, steps: Optional[int] = None) -> Work:
+    """Distribute the grid's blocks over the SMs (block i to SM i mod num_sms, as the hardware's first
+    dispatch round does) and pick the SMs to replay: every SM with distinct work when each block was
+    traced, else the busiest SM with the traced blocks repeated cyclically."""
+    arch = get_arch(arch)
+    G = int(grid_blocks if grid_blocks is not None else t.meta.get("n_ctas", t.n_blocks))
+    nt = t.n_blocks
+    n_sm_used = min(G, arch.num_sms)
+    per_block = np.zeros(nt, np.int64)
+    np.add.at(per_block, t.block, t.length)
+    queues = []
+    if nt >= G:  # every block traced: each SM with blocks
+        for sm in range(n_sm_used):
+            queues.append(np.arange(sm, G, arch.num_sms))
+    else:  # representative blocks: the busiest SM, traced blocks repeated
+        n = -(-G // arch.num_sms)
+        queues.append(np.arange(n) % nt)
+    seen, uniq, sms = set(), [], []
+    for sm, q in enumerate(queues):
+        key = tuple(q.tolist())
+        if key not in seen:
+            seen.add(key)
+            uniq.append(q)
+            sms.append(sm)
+    Q = _pow2(max(8, max(len(q) for q in uniq)))
+    M = _pow2(len(uniq))  # padding SMs have an empty queue
+    qa = np.full((M, Q), -1, np.int32)
+    n_queue = np.zeros(M, np.int32)
+    total = np.zeros(M, np.float32)
+    for i, q in enumerate(uniq):
+        qa[i, :len(q)] = q
+        n_queue[i] = len(q)
+        total[i] = per_block[q].sum()
+    sms = sms + [-1] * (M - len(uniq))
+    S = int(steps or min(_pow2(int(total.max())), max_steps))
+    inner_ = min(inner, S)
+    S = max(S, inner_)
+    shape = Shape(arch.max_warps_per_sm, arch.max_blocks_per_sm, arch.warp_schedulers_per_sm, S, inner_)
+    if blocks_per_sm * t.warps_per_block > arch.max_warps_per_sm or blocks_per_sm < 1:
+        raise ValueError(f"kernel {t.program.name}: {blocks_per_sm} resident blocks of {t.warps_per_block} warps do "
+                         f"not fit the {arch.max_warps_per_sm} warp slots of an {arch.name} SM")
+    return Work(kernel_arrays(t, blocks_per_sm), qa, n_queue, np.full(M, 1.0 / n_sm_used, np.float32), total, shape, _pow2(max(t.n_regs, 32)), np.asarray(sms),
+                blocks_per_sm)
+
+
+def run(work: Work, params: dict, policy: str = "gto") -> dict:
+    """Replay a planned kernel; returns the per-SM results (arrays with a leading SM axis)."""
+    pol = jnp.int32(POLICIES.index(policy))
+    return replay(params, work.kernel, jnp.asarray(work.queues), jnp.asarray(work.n_queue), jnp.asarray(work.share),
+                  jnp.asarray(work.total), pol, shape=work.shape, n_regs=work.n_regs)
+
+
+def kernel_cycles(work: Work, params: dict, policy: str = "gto"):
+    """Cycles of the whole kernel (its slowest SM): a differentiable scalar of `params`."""
+    return jnp.max(run(work, params, policy)["cycles"])
+
+
+def predicted_ms(cycles, params: dict):
+    """Kernel time in ms: cycles at the SM clock plus the fixed launch overhead."""
+    return cycles / (params["clock_ghz"] * 1e6) + params["launch_overhead_us"] * 1e-3
+
+
+def summarize(work: Work, out: dict, params: dict, arch: "Arch | str") -> dict:
+    """Flat stats (`cycles`, `predicted_ms`, achieved occupancy, stall_* warp-cycles and their share)."""
+    arch = get_arch(arch)
+    cyc = np.asarray(out["cycles"], np.float64)
+    i = int(np.argmax(cyc))
+    total = float(cyc[i])
+    stall = np.asarray(out["stall"], np.float64)[i].sum(axis=0)
+    issued = float(np.asarray(out["issued"])[i])
+    window = float(np.asarray(out["window_cycles"])[i])
+    occ = float(np.asarray(out["warp_cycles"])[i]) / max(window * arch.max_warps_per_sm, 1e-9)
+    stats = {"cycles": total, "predicted_ms": float(predicted_ms(total, params)),
+             "timing__achieved_occupancy": occ, "timing__issued_in_window": int(issued),
+             "timing__window_cycles": window, "timing__extrapolated": int(not bool(np.asarray(out["finished"])[i]))}
+    n = max(stall[SELECTED], 1.0)
+    for r, name in enumerate(REASONS):
+        stats[f"stall_{name}"] = float(stall[r])
+        stats[f"stall_{name}_per_issue"] = float(stall[r] / n)
+    return stats
+
+
+def predict(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, params: Optional[dict] = None,
+            policy: str = "gto", grid_blocks: Optional[int] = None, max_steps: int = 16384,
+            steps: Optional[int] = None):
+    """Plan, replay and summarize one traced kernel: (stats, work, raw per-SM output)."""
+    params = params if params is not None else params_of(arch)
+    work = plan(t, arch, blocks_per_sm, grid_blocks, max_steps, steps=steps)
+    out = run(work, params, policy)
+    return summarize(work, out, params, arch), work, out
+
+
+# ---------------------------------------------------------------------------------------------
+# Launches
+# ---------------------------------------------------------------------------------------------
+
+MAX_TRACED_BLOCKS = 32
+
+
+def traced_blocks(n_ctas: int, blocks_per_sm: int, num_sms: int, limit: int = MAX_TRACED_BLOCKS) -> np.ndarray:
+    """Blocks to trace: all when the grid has at most `limit`, else the first blocks the busiest SM runs
+    (i, i + num_sms, ...): two rounds of its resident blocks, whose streams stand for the others."""
+    if n_ctas <= limit:
+        return np.arange(n_ctas)
+    n = min(-(-n_ctas // num_sms), max(2 * blocks_per_sm, 1), limit)
+    return np.arange(n) * num_sms
+
+
+def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, regs=None, local_bytes: int = 0,
+               params: Optional[dict] = None, policy: str = "gto", max_steps: int = 16384,
+               footprint_bytes_per_block=None, dram_bytes=None):
+    """Trace a representative set of the launch's blocks (one more functional run, counters on) and replay
+    them. Returns (stats: cycles, predicted_ms, achieved occupancy, stall_*; the Trace; the Work; the
+    per-SM output)."""
+    from jaxsimt.launch import launch
+
+    arch = get_arch(arch)
+    n_ctas = int(stats["launch__grid_size"])
+    R = max(int(stats["active_blocks_per_sm"]), 1)
+    ctas = traced_blocks(n_ctas, R, arch.num_sms)
+    r = launch(kernel, grid, block, args, arch, regs=regs, trace=True, ctas=ctas.tolist(),
+               blocks_per_wave=len(ctas), local_bytes=local_bytes)
+    t = tr.from_launch(r, footprint_bytes_per_block, dram_bytes)
+    t.meta["n_ctas"] = n_ctas
+    params = params if params is not None else params_of(arch)
+    work = plan(t, arch, R, n_ctas, max_steps)
+    out = run(work, params, policy)
+    return summarize(work, out, params, arch), t, work, out
+
+
+def analytical_stats(result, arch: "Arch | str", dram_bytes: Optional[float] = None) -> dict:
+    """The analytical model's prediction for a launch result (`predicted_ms_analytical`)."""
+    from jaxsimt import cost
+
+    fmas = sum(r["thread_exec"] for r in result.per_instruction if r["op"] in ("fma", "mad"))
+    if dram_bytes is None:
+        dram_bytes = sum(float(np.asarray(a).nbytes) for p, a in zip(result.program.params, result.args)
+                         if p.is_pointer and a is not None)
+    return {"predicted_ms_analytical": cost.predict(result.stats, arch, dram_bytes, fmas)["predicted_ms_analytical"]}
+
+
+def attach(result, kernel, args, *, regs=None, local_bytes: int = 0, **kw) -> dict:
+    """Add the timing stats to a launch result's stats; returns {'trace', 'work', 'output', 'params'}."""
+    arch = get_arch(result.arch)
+    params = kw.pop("params", None) or params_of(arch)
+    st, t, work, out = for_launch(kernel, result.grid, result.block, args, arch, result.stats, regs=regs,
+                                  local_bytes=local_bytes, params=params, **kw)
+    result.stats.update(analytical_stats(result, arch))
+    result.stats.update(st)
+    return {"trace": t, "work": work, "output": out, "params": params}
