@@ -1,9 +1,11 @@
 """Batched launches and scale-out: speedup of one batched launch over a loop of launches, and strong
 scaling of one large grid over several devices.
 
-batch: a histogram kernel (1024 values, 4 blocks of 256 threads, all counters on) over B inputs:
-`jaxsimt.launch_batch` once versus `jaxsimt.launch` B times (each compiled beforehand: the median of
-repeats is steady state; compile times are reported apart). scaling: the naive coalesced GEMM at N
+batch: `jaxsimt.launch_batch` once versus `jaxsimt.launch` B times, all counters on (each compiled
+beforehand: the median of repeats is steady state; compile times are reported apart), for two kernels:
+`strided` (the "which of these access patterns is best" question: one block of 128 threads reads
+inp[g * stride + offset], (stride, offset) per item) and `histogram` (1024 values per item, 4 blocks of
+256 threads, atomics). scaling: the naive coalesced GEMM at N
 (a grid of (N/16)^2 blocks in 8 or more waves) on 1, 2, 4, ... devices (`launch(devices=n)`); C and every
 counter must equal the 1-device run. On the CPU the devices are host devices of one process
 (XLA_FLAGS=--xla_force_host_platform_device_count=8, set in a subprocess): they share the machine's cores.
@@ -30,7 +32,31 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 import jaxsimt as js  # noqa: E402
+from jaxsimt import Ptr, f32, s32  # noqa: E402
 from jaxsimt.kernels import seeds  # noqa: E402
+
+
+@js.kernel
+def strided(stride: s32, offset: s32, inp: Ptr[f32], out: Ptr[f32]):
+    """One access pattern per launch: thread g reads inp[g * stride + offset]."""
+    g = js.global_thread_index()
+    out[g] = inp[g * stride + offset]
+
+
+def _case(name, B, rng):
+    """(kernel, grid, block, batched args, in_axes, one item's args) of a benchmark case."""
+    if name == "strided":
+        stride = rng.integers(1, 33, B).astype(np.int32)
+        offset = rng.integers(0, 32, B).astype(np.int32)
+        inp = rng.random(128 * 32 + 32, np.float32)
+        out = np.zeros((B, 128), np.float32)
+        return (strided, 1, 128, (stride, offset, inp, out), (0, 0, None, 0),
+                lambda i: (stride[i], offset[i], inp, out[i]))
+    n, bins = 1024, 16
+    data = rng.integers(0, 1000, (B, n)).astype(np.int32)
+    hist = np.zeros((B, bins), np.uint32)
+    return (seeds.histogram, 4, 256, (n, bins, data, hist), (None, None, 0, 0),
+            lambda i: (n, bins, data[i], hist[i]))
 
 
 def _median(fn, repeats):
@@ -42,19 +68,16 @@ def _median(fn, repeats):
     return statistics.median(times)
 
 
-def bench_batch(batches, repeats, n=1024, bins=16, block=256) -> list[dict]:
+def bench_batch(batches, repeats, cases=("strided", "histogram")) -> list[dict]:
     rows = []
-    grid = -(-n // block)
-    for B in batches:
-        rng = np.random.default_rng(B)
-        data = rng.integers(0, 1000, (B, n)).astype(np.int32)
-        hist = np.zeros((B, bins), np.uint32)
+    for case, B in [(c, B) for c in cases for B in batches]:
+        kernel, grid, block, bargs, axes, item = _case(case, B, np.random.default_rng(B))
 
         def looped():
-            return [js.launch(seeds.histogram, grid, block, (n, bins, data[i], hist[i])) for i in range(B)]
+            return [js.launch(kernel, grid, block, item(i)) for i in range(B)]
 
         def batched():
-            return js.launch_batch(seeds.histogram, grid, block, (n, bins, data, hist), in_axes=(None, None, 0, 0))
+            return js.launch_batch(kernel, grid, block, bargs, in_axes=axes)
 
         t0 = time.perf_counter()
         loop_res = looped()
@@ -62,12 +85,12 @@ def bench_batch(batches, repeats, n=1024, bins=16, block=256) -> list[dict]:
         t0 = time.perf_counter()
         batch_res = batched()
         batch_first = time.perf_counter() - t0
-        same = all(np.array_equal(a["hist"], b["hist"]) and
+        same = all(all(np.array_equal(a.outputs[k], b.outputs[k]) for k in a.outputs) and
                    {k: v for k, v in a.stats.items() if k != "emulator__steps"} ==
                    {k: v for k, v in b.stats.items() if k != "emulator__steps"} for a, b in zip(loop_res, batch_res))
-        t_loop = _median(looped, repeats if B < 256 else max(1, repeats))
+        t_loop = _median(looped, repeats)
         t_batch = _median(batched, repeats)
-        rows.append({"batch": B, "looped_s": t_loop, "batched_s": t_batch, "speedup": t_loop / t_batch,
+        rows.append({"kernel": case, "batch": B, "looped_s": t_loop, "batched_s": t_batch, "speedup": t_loop / t_batch,
                      "looped_first_s": loop_first, "batched_first_s": batch_first, "equal": bool(same),
                      "launches_per_s_batched": B / t_batch, "launches_per_s_looped": B / t_loop})
     return rows
@@ -119,10 +142,12 @@ def main():
     out = {"device": f"{plat}:{dev.device_kind}", "device_count": jax.device_count(), "cpus": os.cpu_count(),
            "python": platform.python_version(), "jax": jax.__version__}
     out["batch"] = bench_batch(args.batches, args.repeats)
-    print(f"batched vs looped launches on {plat} ({dev.device_kind}), histogram of 1024 values, 4 blocks x 256")
-    print(f"{'batch':>6} {'looped s':>10} {'batched s':>10} {'speedup':>8} {'equal':>6} {'compile+run s (loop/batch)':>27}")
+    print(f"batched vs looped launches on {plat} ({dev.device_kind}); strided: 1 block x 128 threads per item, "
+          f"histogram: 4 blocks x 256 threads per item")
+    print(f"{'kernel':>10} {'batch':>6} {'looped s':>10} {'batched s':>10} {'speedup':>8} {'equal':>6} "
+          f"{'compile+run s (loop/batch)':>27}")
     for r in out["batch"]:
-        print(f"{r['batch']:>6} {r['looped_s']:>10.4f} {r['batched_s']:>10.4f} {r['speedup']:>8.1f} "
+        print(f"{r['kernel']:>10} {r['batch']:>6} {r['looped_s']:>10.4f} {r['batched_s']:>10.4f} {r['speedup']:>8.1f} "
               f"{str(r['equal']):>6} {r['looped_first_s']:>13.2f} / {r['batched_first_s']:.2f}")
 
     if plat == "cpu":

@@ -242,8 +242,8 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     if local_bytes < 0:
         raise errors.LaunchConfigError(f"kernel {prog.name}: local_bytes must be >= 0, got {local_bytes}")
     layout = Layout(words, -(-prog.shared_bytes // 4), -(-int(local_bytes) // 4))
-    if optimize is None:
-        optimize = cpw * wpb * arch.warp_size > 32768
+    if optimize is None:  # full optimisation where run time dominates: big waves, and batches (~2x faster)
+        optimize = cpw * wpb * arch.warp_size > 32768 or n_items >= 16
     options = Options(max_steps=max_steps, trace_steps=max_steps if trace else 0,
                       arch=arch if counters else None, optimize=bool(optimize), data=bool(data))
 
@@ -257,8 +257,8 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     scalars = [np.stack([sc[k] for _, sc in items]) for k in range(len(items[0][1]))]
     with jax.enable_x64(True):
         m = _machine(prog, geo, layout, options)
-        dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(bases, jnp.int64),
-                  jnp.asarray(sizes, jnp.int64), tuple(jnp.asarray(s) for s in scalars), None)
+        dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(np.asarray(bases, np.int64)),
+                  jnp.asarray(np.asarray(sizes, np.int64)), tuple(jnp.asarray(s) for s in scalars), None)
         cta_table = np.full(n_waves * cpw, n_items * n_ctas, np.int32)
         cta_table[:fused.size] = fused
         gm = jnp.asarray(gmem.view(np.uint32))
