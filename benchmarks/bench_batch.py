@@ -165,18 +165,23 @@ def main():
     else:
         n_dev = jax.device_count()
         counts = args.devices or [d for d in (1, 2, 4, 8) if d <= n_dev]
+        _write(out, plat)  # the batch figures, should the scaling run fail
         out["scaling"] = bench_scaling(args.scaling_n, counts, args.repeats, args.blocks_per_wave)
     print(f"strong scaling, naive GEMM N={args.scaling_n} ({out['scaling'][0]['blocks']} blocks)")
     print(f"{'devices':>8} {'median s':>10} {'speedup':>8} {'equal':>6} {'first call s':>13}")
     for r in out["scaling"]:
         print(f"{r['devices']:>8} {r['median_s']:>10.3f} {r['speedup']:>8.2f} {str(r['equal_to_1_device']):>6} "
               f"{r['first_call_s']:>13.2f}")
+    print(f"written {_write(out, plat)}")
+
+
+def _write(out: dict, plat: str) -> str:
     dest = os.environ.get("OUT") or os.path.join(HERE, "results")
     os.makedirs(dest, exist_ok=True)
     path = os.path.join(dest, f"batch_{plat}.json")
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
-    print(f"written {path}")
+    return path
 
 
 if __name__ == "__main__":
