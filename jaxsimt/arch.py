@@ -70,8 +70,8 @@ class Arch:
     warp_size: int
     num_sms: int
     warp_schedulers_per_sm: int
-    its_default: bool  # whether the hardware has Independent Thread Scheduling (Volta+);
-    # the emulator's default execution mode is still the reconvergence stack (see CONTRACTS)
+    its_supported: bool  # Independent Thread Scheduling (Volta+): launch(mode="its") allowed; the default
+    # execution mode stays the reconvergence stack on every architecture (docs/its.md)
 
     # --- launch limits ---
     max_threads_per_block: int
@@ -147,7 +147,7 @@ G80 = Arch(
     warp_size=32,
     num_sms=16,
     warp_schedulers_per_sm=1,
-    its_default=False,
+    its_supported=False,
     max_threads_per_block=512,
     max_block_dim=(512, 512, 64),
     max_grid_dim=(65535, 65535, 1),
@@ -211,7 +211,7 @@ FERMI = Arch(
     warp_size=32,
     num_sms=15,
     warp_schedulers_per_sm=2,
-    its_default=False,
+    its_supported=False,
     max_threads_per_block=1024,
     max_block_dim=(1024, 1024, 64),
     max_grid_dim=(65535, 65535, 65535),
@@ -267,7 +267,7 @@ FERMI = Arch(
 _HOPPER_COMMON = dict(
     warp_size=32,
     warp_schedulers_per_sm=4,
-    its_default=True,
+    its_supported=True,
     max_threads_per_block=1024,
     max_block_dim=(1024, 1024, 64),
     max_grid_dim=(2**31 - 1, 65535, 65535),

@@ -345,6 +345,13 @@ def syncthreads() -> None:
     b.start_block(nxt)
 
 
+def syncwarp(mask: int = 0xFFFFFFFF) -> None:
+    """`__syncwarp(mask)` (bar.warp.sync): the lanes in `mask` wait for each other. Under Independent
+    Thread Scheduling (launch mode "its") this is where a diverged warp reconverges; under the
+    reconvergence stack the warp runs in lockstep already and it does nothing."""
+    _builder().emit("warpsync", [], [], membermask=int(mask) & 0xFFFFFFFF)
+
+
 # ---------------------------------------------------------------------------------------------
 # Special registers
 # ---------------------------------------------------------------------------------------------

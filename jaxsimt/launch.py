@@ -18,6 +18,7 @@ from jaxsimt import types as T
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
 from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
+from jaxsimt.its import ItsMachine, stuck_report
 from jaxsimt.machine import MEM_COLUMNS, Dyn, Geometry, Layout, Machine, Options
 from jaxsimt.occupancy import occupancy
 from jaxsimt.program import Program, estimate_registers
@@ -131,12 +132,25 @@ def _pow2(n: int) -> int:
     return 1 << max(0, int(n - 1).bit_length())
 
 
-def _machine(prog: Program, geo: Geometry, layout: Layout, options: Options) -> Machine:
+MODES = ("stack", "its")
+
+
+def _machine(prog: Program, geo: Geometry, layout: Layout, options: Options, mode: str = "stack") -> Machine:
     cache = prog.__dict__.setdefault("_machines", {})
-    key = (geo, layout, options)
+    key = (geo, layout, options, mode)
     if key not in cache:
-        cache[key] = Machine(prog, geo, layout, options)
+        cache[key] = ItsMachine(prog, geo, layout, options) if mode == "its" else Machine(prog, geo, layout, options)
     return cache[key]
+
+
+def check_mode(prog: Program, arch: Arch, mode: str) -> None:
+    """Raise LaunchConfigError for an unknown execution mode or ITS on an architecture without it."""
+    if mode not in MODES:
+        raise errors.LaunchConfigError(f"kernel {prog.name}: mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode == "its" and not arch.its_supported:
+        raise errors.LaunchConfigError(
+            f"kernel {prog.name}: {arch.name} has no Independent Thread Scheduling (Volta and later only); "
+            f"use mode='stack' (the reconvergence stack) on this architecture")
 
 
 def _split_args(prog: Program, args: Sequence[Any]):
@@ -163,7 +177,8 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
            regs: Optional[int] = None, max_steps: int = 2_000_000, stack_depth: int = 16,
            blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True,
            counters: bool = True, optimize: Optional[bool] = None, ctas: Optional[Sequence[int]] = None,
-           data: bool = True, local_bytes: int = 0, devices=None, timing: bool = False) -> LaunchResult:
+           data: bool = True, local_bytes: int = 0, devices=None, timing: bool = False,
+           mode: str = "stack") -> LaunchResult:
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
     parameters, Python/numpy scalars for the others) on architecture `arch`.
 
@@ -181,13 +196,15 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     JAX devices (an int: the first n; see `jaxsimt.shard`), global memory replicated and merged; timing:
     also predict the kernel's time with the cycle-level model (`jaxsimt.timing`: one more traced run of a
     representative set of blocks, then the replay) — adds `cycles`, `predicted_ms`,
-    `predicted_ms_analytical`, achieved occupancy and `stall_*` to the stats, the replay to `result.timing`.
+    `predicted_ms_analytical`, achieved occupancy and `stall_*` to the stats, the replay to `result.timing`;
+    mode: "stack" (default on every architecture: the reconvergence stack, warps in lockstep) or "its"
+    (Independent Thread Scheduling, Volta and later: per-lane pcs, diverged paths interleave; docs/its.md).
     """
     prog = _program_of(kernel)
     res = run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, regs=regs, max_steps=max_steps,
                     stack_depth=stack_depth, blocks_per_wave=blocks_per_wave, trace=trace, jit=jit,
                     counters=counters, optimize=optimize, ctas=ctas, data=data, local_bytes=local_bytes,
-                    devices=devices)[0]
+                    devices=devices, mode=mode)[0]
     if timing:
         from jaxsimt import timing as timing_model
         res.timing = timing_model.attach(res, kernel, args, regs=regs, local_bytes=local_bytes)
@@ -199,7 +216,8 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
               stack_depth: int = 16, blocks_per_wave: Optional[int] = None, trace: bool = False,
               jit: bool = True, counters: bool = True, optimize: Optional[bool] = None,
               ctas: Optional[Sequence[int]] = None, data: bool = True, local_bytes: int = 0,
-              devices=None, item_ctas: Optional[Sequence[Sequence[int]]] = None) -> list[LaunchResult]:
+              devices=None, item_ctas: Optional[Sequence[Sequence[int]]] = None,
+              mode: str = "stack") -> list[LaunchResult]:
     """Run one launch per item (`items`: `_split_args` of each item's arguments, `item_args` the
     arguments as given) as ONE run of the machine: the items' blocks side by side on the block axis,
     their arrays side by side in global memory. Returns one LaunchResult per item, as `launch` would.
@@ -207,6 +225,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     arch = get_arch(arch)
     grid, block = _dim3(grid, "grid"), _dim3(block, "block")
     check_launch(prog, arch, grid, block, regs)
+    check_mode(prog, arch, mode)
     n_items = len(items)
     if trace and n_items > 1:
         raise errors.LaunchConfigError(f"kernel {prog.name}: trace=True records one launch, not a batch")
@@ -256,7 +275,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                     gmem[b:b + arrays[p.index].nbytes] = arrays[p.index].view(np.uint8).reshape(-1)
     scalars = [np.stack([sc[k] for _, sc in items]) for k in range(len(items[0][1]))]
     with jax.enable_x64(True):
-        m = _machine(prog, geo, layout, options)
+        m = _machine(prog, geo, layout, options, mode)
         dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(np.asarray(bases, np.int64)),
                   jnp.asarray(np.asarray(sizes, np.int64)), tuple(jnp.asarray(s) for s in scalars), None)
         cta_table = np.full(n_waves * cpw, n_items * n_ctas, np.int32)
@@ -275,11 +294,11 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
             ctx = jax.disable_jit() if not jit else _nullcontext()
             with ctx:
                 for wave in range(n_waves):
-                    gm, cnt, fault, steps, tr, _ = m.run_wave(gm, cnt, jnp.int32(wave), dyn, jnp.uint32(0))
+                    gm, cnt, fault, steps, tr, stuck = m.run_wave(gm, cnt, jnp.int32(wave), dyn, jnp.uint32(0))
                     total_steps += int(steps)
                     f = np.asarray(fault)
                     if f[0] != errors.NONE:
-                        raise _fault_error(prog, m, geo, grid, sizes, f, max_steps, cta_table)
+                        raise _fault_error(prog, m, geo, grid, sizes, f, max_steps, cta_table, stuck)
                     if trace:
                         traces.append(tuple(np.asarray(t)[: int(steps)] for t in tr))
         gm_np = np.asarray(gm).view(np.uint8)
@@ -310,7 +329,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
         c_i = tuple(c[i] for c in cnt)
         key = b"".join(c.tobytes() for c in c_i)
         if key not in stats_of:
-            stats_of[key] = _stats(prog, m, c_i, arch, grid, block, total_steps, occ, regs_used)
+            stats_of[key] = _stats(m.program, m, c_i, arch, grid, block, total_steps, occ, regs_used)
         stats, per_instr = stats_of[key]
         results.append(LaunchResult(prog.name, arch.name, grid, block, outputs, tuple(final_args), dict(stats),
                                     [dict(r) for r in per_instr], tr, prog, occ))
@@ -368,8 +387,10 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
         "smsp__thread_inst_executed.sum": thread_total,
         "smsp__sass_branch_targets_threads_divergent.sum": int(divergent.sum()),
         "simd_efficiency": float(thread_total / (warp_total * arch.warp_size)) if warp_total else 0.0,
-        "max_stack_depth": int(max_depth),
+        "max_stack_depth": 0 if isinstance(m, ItsMachine) else int(max_depth),
     }
+    if isinstance(m, ItsMachine):
+        stats["emulator__max_pc_groups"] = int(max_depth)
     if m.options.arch is not None:
         for op in ("ld", "st"):
             for metric in (METRIC_REQUESTS, METRIC_SECTORS, METRIC_WAVEFRONTS, METRIC_CONFLICTS):
@@ -394,7 +415,7 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
 
 
 def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_steps: int,
-                 cta_table) -> errors.SimtError:
+                 cta_table, stuck=None) -> errors.SimtError:
     code, pc, warp, lane, addr, wave = (int(v) for v in f)
     n_ctas = grid[0] * grid[1] * grid[2]
     fused = int(cta_table[min(wave * geo.ctas_per_wave + warp // geo.warps_per_block, len(cta_table) - 1)])
@@ -441,5 +462,5 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_s
                    f"(every lane of the warp must execute it together)")
     if code == errors.DEADLOCK:
         return cls(f"{k}: deadlock: no warp can make progress (wave {wave})")
-    return cls(f"{k}: exceeded the step budget of {max_steps} steps in wave {wave} (a runaway loop?); "
-               f"raise max_steps= if the kernel is just long")
+    return cls(f"{k}: exceeded the step budget of {max_steps} steps in wave {wave}"
+               + stuck_report(m, geo, grid, wave, stuck, cta_table))

@@ -35,6 +35,7 @@ EXTRA_OPS: dict = {}
 MEM_REQUESTS, MEM_SECTORS, MEM_LINES, MEM_WAVEFRONTS, MEM_CONFLICTS, MEM_BYTES = range(6)
 N_MEM = 6
 MEM_COLUMNS = ("requests", "sectors", "lines", "wavefronts", "bank_conflicts", "bytes")
+RECENT = 64  # steps of block history kept for the step-budget report (which blocks a stuck warp cycles through)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class State(NamedTuple):
     mem: jnp.ndarray  # [I, NI, N_MEM] int64  per-instruction memory counters
     fault: jnp.ndarray  # [6] int64  (code, pc, warp, lane, address, wave); code 0: none
     trace: tuple  # () or (block [S] int32, mask [S, W] uint32, sp [S, W] int32)
+    recent: jnp.ndarray = None  # [RECENT] int32  block run by the last RECENT steps (ring, index steps % RECENT)
 
 
 class Options(NamedTuple):
@@ -364,7 +366,8 @@ class Machine:
         self._compiled = None
 
     def run_wave(self, gmem, counters, wave, dyn: Dyn, zero):
-        """Run one wave (compiled on first use). Returns (gmem, counters, fault, steps, trace, top pcs)."""
+        """Run one wave (compiled on first use). Returns (gmem, counters, fault, steps, trace, where): where =
+        (pc [W] of each unfinished warp's top entry or -1, stack depth [W], recent blocks [RECENT], steps)."""
         if not jax.config.jax_disable_jit:
             if self._compiled is None:
                 opts = {} if self.options.optimize else {"xla_backend_optimization_level": 0}
@@ -519,7 +522,7 @@ class Machine:
                      tsp.at[s.steps].set(st.sp, mode="drop"))
         return s._replace(
             regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, stack=st, exited=exited, waiting=waiting,
-            steps=s.steps + 1, trace=trace,
+            steps=s.steps + 1, trace=trace, recent=s.recent.at[s.steps % RECENT].set(b),
             warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
             thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
             divergent=s.divergent.at[:, b].add(self.tally(div, item)),
@@ -556,7 +559,7 @@ class Machine:
             stack=stack.init(self.valid_mask(wave, dyn), g.depth, 0, self.exit_pc),
             exited=jnp.zeros((W,), jnp.uint32), waiting=jnp.zeros((W,), bool), steps=jnp.int32(0), zero=zero,
             warp_exec=warp_exec, thread_exec=thread_exec, divergent=divergent, max_depth=max_depth, mem=mem,
-            fault=jnp.zeros((6,), jnp.int64), trace=trace)
+            fault=jnp.zeros((6,), jnp.int64), trace=trace, recent=jnp.full((RECENT,), -1, jnp.int32))
 
     def _run_wave(self, gmem, counters, wave, dyn: Dyn, zero):
         s0 = self.init_state(gmem, counters, wave, dyn, zero)
@@ -571,7 +574,8 @@ class Machine:
         fault = jnp.where(unfinished & (s.fault[0] == 0), budget, s.fault)
         counters = (s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
         top_pc, _, _ = stack.top(s.stack)
-        return s.gmem, counters, fault, s.steps, s.trace, jnp.where(s.stack.sp > 0, top_pc, -1)
+        return s.gmem, counters, fault, s.steps, s.trace, (jnp.where(s.stack.sp > 0, top_pc, -1), s.stack.sp,
+                                                           s.recent, s.steps)
 
     def zero_counters(self):
         NB, I = self.NB, self.geo.items

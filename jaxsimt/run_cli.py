@@ -91,6 +91,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dynamic-smem", type=int, default=0, metavar="BYTES")
     p.add_argument("--regs", type=int, default=None, help="registers per thread for occupancy")
+    p.add_argument("--mode", choices=("stack", "its"), default="stack",
+                   help="execution mode: stack (reconvergence stack, the default) or its (Independent Thread "
+                        "Scheduling, Volta and later; docs/its.md)")
     return p
 
 
@@ -100,14 +103,15 @@ def main(argv=None) -> int:
         argv = argv[1:]
     a = parser().parse_args(argv)
     from jaxsimt import ptx
+    from jaxsimt.errors import LaunchConfigError
     from jaxsimt.ptx.errors import PtxError
 
     rng = np.random.default_rng(a.seed)
     try:
         args = [parse_arg(s, rng) for s in a.arg]
         res = ptx.launch(a.file, a.kernel, a.grid, a.block, args, arch=a.arch.lower(), dynamic_smem=a.dynamic_smem,
-                         regs=a.regs)
-    except (ArgSpecError, PtxError, TypeError, OSError) as e:
+                         regs=a.regs, mode=a.mode)
+    except (ArgSpecError, PtxError, TypeError, OSError, LaunchConfigError) as e:
         print(f"jaxsimt run: {e}", file=sys.stderr)
         return 2
     if a.save_outputs:

@@ -533,7 +533,12 @@ class _Lowerer:
         def D(k):
             return self.dst(ops[k], ctx, ins)
 
-        if op in ("membar", "fence", "nanosleep", "bar.warp.sync", "cp.async.commit_group", "cp.async.wait_group",
+        if op == "bar.warp.sync":  # a wait point of Independent Thread Scheduling (jaxsimt.its)
+            mm = ops[0] if ops else None
+            self.emit("warpsync", (), (), loc,
+                      membermask=int(mm.value) & 0xFFFFFFFF if isinstance(mm, ast.Imm) else None)
+            return
+        if op in ("membar", "fence", "nanosleep", "cp.async.commit_group", "cp.async.wait_group",
                   "cp.async.wait_all", "griddepcontrol", "prefetch", "prefetchu"):
             self.emit("ptx.nop", (), (), loc)
             return

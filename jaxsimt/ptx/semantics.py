@@ -73,7 +73,7 @@ def guard(ex, ins, pc):
 
 @_op("nop")
 def nop(ex, ins, pc):
-    """membar / fence / nanosleep / bar.warp.sync / cp.async.commit_group / wait_group: no effect here
+    """membar / fence / nanosleep / cp.async.commit_group / wait_group: no effect here
     (every memory operation of the emulator is complete when it is issued)."""
 
 

@@ -1,0 +1,345 @@
+"""Independent Thread Scheduling (Volta and later): per-lane program counters instead of a stack.
+
+The second execution mode of the machine, chosen per launch (`jaxsimt.launch(..., mode="its")`); the
+default everywhere stays the reconvergence stack of `jaxsimt.stack`. Each lane has its own pc (a basic
+block index); the lanes of a warp standing at one pc form a *pc group*, and a warp runs one group at a
+time, so diverged paths interleave and a lane can wait for another lane of its own warp.
+
+Which group a warp runs (the scheduling policy, documented in docs/its.md):
+- a lane is *ready* when it has not finished, does not wait at `bar.sync`, and is not held at the entry
+  of a warp-synchronous block (below);
+- among the ready lanes that have not *yielded*, the warp runs the group with the lowest pc; all ready
+  lanes standing at that pc run together (opportunistic reconvergence: lanes at one pc merge);
+- a group that takes a backward branch (to a block not after the current one) yields: the warp's
+  other groups get their turn before it runs again. When every ready lane has yielded, a new round
+  starts (the flags clear) and the lowest pc runs again.
+  Lowest-pc-first keeps forward code reconverging at its joins as the stack would; yielding at
+  backward branches guarantees forward progress: a group stuck in a loop (a spin on a lock) cannot
+  starve a group of its warp (the lock's holder) for more than one iteration.
+- Warp-synchronous instructions wait for their member lanes: `bar.warp.sync` / `jaxsimt.syncwarp`
+  (`__syncwarp`), `shfl.sync`, `vote.sync` and the warp-wide tensor-core instructions start a block
+  (`split_at_sync` cuts blocks before them), and a group at such a block is held until every live lane
+  of the instruction's member mask stands there too.
+- `bar.sync` counts threads, not warps: a lane arriving waits; when every live lane of the thread
+  block waits, all are released.
+
+Across warps the step picks, as in stack mode, the block at which the most warps' chosen groups stand,
+except that a warp left waiting for more steps than the program has blocks runs next (`pick_block`), so
+no warp starves either (a lock held by one warp and spun on by others).
+
+Shapes: W warps, L lanes; pcs are block indices, `exit_pc` for finished (or never valid) lanes.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jax import lax
+
+from jaxsimt import errors
+from jaxsimt.machine import EXTRA_OPS, RECENT, Machine, State
+from jaxsimt.program import FALL, Block, Imm, Program, Terminator
+
+FULL = 0xFFFFFFFF
+
+# Instructions that synchronise their member lanes under ITS (op -> how to read the member mask)
+_SYNC_OPS = ("warpsync", "shfl", "vote", "ptx.shfl", "ptx.vote", "tensor.mma", "tensor.ldmatrix")
+
+
+def _warpsync(ex, ins, pc):
+    """`__syncwarp(mask)` / `bar.warp.sync`: nothing to compute. Under the reconvergence stack the warp
+    runs in lockstep already; under ITS the wait happens before the block runs (see `ItsMachine`)."""
+
+
+EXTRA_OPS["warpsync"] = _warpsync
+
+
+class Lanes(NamedTuple):
+    """The per-lane control state of ITS mode (held in `State.stack`)."""
+
+    pc: jnp.ndarray  # [W, L] int32  block each lane stands at; exit_pc: finished or not a thread
+    bar: jnp.ndarray  # [W, L] bool  waiting at bar.sync
+    yielded: jnp.ndarray  # [W, L] bool  took a backward branch in the warp's current round
+    age: jnp.ndarray  # [W] int32  steps since the warp last ran while it was ready
+
+
+def member_mask(ins) -> int:
+    """Static member mask of a warp-synchronous instruction (all lanes when it is a register)."""
+    if ins.op in ("warpsync", "shfl", "vote"):
+        m = ins.attr("membermask")
+        return FULL if m is None else int(m) & FULL
+    if ins.op == "ptx.vote":
+        mm = ins.src[1]
+        return int(mm.value) & FULL if isinstance(mm, Imm) else FULL
+    return FULL
+
+
+def split_at_sync(program: Program) -> tuple[Program, dict]:
+    """The ITS view of a program: blocks cut before every warp-synchronous instruction, so that each such
+    instruction starts a block. Instruction order (and so every pc) is unchanged.
+
+    Returns (program, {block index: member mask} of the blocks that start with such an instruction)."""
+    pieces: list[list] = []  # per old block: list of instruction lists
+    for b in program.blocks:
+        parts, cur = [], []
+        for ins in b.instrs:
+            inner = ins.attr("inner") if ins.op == "ptx.guard" else None
+            if inner is not None and inner.op in _SYNC_OPS:
+                raise NotImplementedError(
+                    f"kernel {program.name}: predicated warp-synchronous instruction {inner.op} ({ins.loc}) is "
+                    f"not supported in ITS mode")
+            if ins.op in _SYNC_OPS and cur:
+                parts.append(cur)
+                cur = []
+            cur.append(ins)
+        parts.append(cur)
+        pieces.append(parts)
+    first, k = {}, 0
+    for b, parts in zip(program.blocks, pieces):
+        first[b.index] = k
+        k += len(parts)
+    exit_new = k
+    remap = lambda t: exit_new if t == program.exit_index else (first[t] if t >= 0 else t)  # noqa: E731
+    blocks, sync = [], {}
+    for b, parts in zip(program.blocks, pieces):
+        for j, part in enumerate(parts):
+            idx = first[b.index] + j
+            if part and part[0].op in _SYNC_OPS:
+                sync[idx] = member_mask(part[0])
+            if j + 1 < len(parts):
+                term = Terminator(FALL, target=idx + 1)
+            else:
+                t = b.term
+                term = dataclasses.replace(t, target=remap(t.target), fallthrough=remap(t.fallthrough),
+                                           reconv=remap(t.reconv))
+            blocks.append(Block(idx, list(part), term))
+    out = Program(program.name, program.params, program.regs, blocks, program.shared, program.shared_bytes,
+                  program.source_file)
+    return out, sync
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure pieces of the ITS step, over [W, L] arrays
+# ---------------------------------------------------------------------------------------------
+
+
+def init(valid, exit_pc: int) -> Lanes:
+    """valid: [W, L] bool lanes that are threads of a running block; they start at block 0."""
+    z = jnp.zeros(valid.shape, bool)
+    return Lanes(jnp.where(valid, 0, exit_pc).astype(jnp.int32), z, z, jnp.zeros(valid.shape[:1], jnp.int32))
+
+
+def pick_block(pc, ready, age, n_blocks: int):
+    """The block the step runs: where the most warps' chosen groups stand, unless a ready warp has waited
+    more than `n_blocks` steps: then that (the longest-waiting) warp's block. Any cycle of blocks that
+    the majority runs is at most n_blocks long, so a warp that waits longer would otherwise starve
+    (e.g. the holder of a lock that other warps spin on)."""
+    counts = jnp.zeros((n_blocks + 1,), jnp.int32).at[jnp.where(ready, pc, n_blocks)].add(1)[:n_blocks]
+    waited = jnp.where(ready, age, -1)
+    oldest = jnp.argmax(waited)
+    return jnp.where(waited[oldest] > n_blocks, pc[oldest], jnp.argmax(counts)).astype(jnp.int32)
+
+
+def held_at_sync(lanes: Lanes, live, sync: dict, lane_bit):
+    """[W, L] bool: lanes standing at a warp-synchronous block whose member lanes have not all arrived."""
+    held = jnp.zeros(live.shape, bool)
+    for blk, mask in sync.items():  # few blocks: a static loop
+        here = live & (lanes.pc == blk)
+        member = (jnp.uint32(mask) & lane_bit) != 0
+        missing = jnp.any(live & member[None, :] & ~here, axis=1, keepdims=True)
+        held = held | (here & missing)
+    return held
+
+
+def choose(lanes: Lanes, ready, big: int):
+    """The group each warp runs: lowest pc among ready lanes that have not yielded (all ready lanes when
+    every one has). Returns (pc [W], group [W, L] bool, warp ready [W] bool, yielded flags after a new
+    round starts)."""
+    fresh = ready & ~lanes.yielded
+    any_fresh = jnp.any(fresh, axis=1, keepdims=True)
+    cand = jnp.where(any_fresh, fresh, ready)
+    yielded = lanes.yielded & any_fresh
+    pc = jnp.min(jnp.where(cand, lanes.pc, big), axis=1)
+    group = ready & (lanes.pc == pc[:, None])
+    return pc, group, jnp.any(ready, axis=1), yielded
+
+
+def pc_groups(pc, live, big: int):
+    """[W] number of distinct pcs among each warp's live lanes."""
+    s = jnp.sort(jnp.where(live, pc, big), axis=1)
+    new = jnp.concatenate([s[:, :1] != big, (s[:, 1:] != s[:, :-1]) & (s[:, 1:] != big)], axis=1)
+    return jnp.sum(new, axis=1, dtype=jnp.int32)
+
+
+# ---------------------------------------------------------------------------------------------
+# The machine in ITS mode
+# ---------------------------------------------------------------------------------------------
+
+
+class ItsMachine(Machine):
+    """`Machine` with per-lane pcs: the same block functions, memory model and counters; its own step.
+
+    Counters: a warp instruction is one execution of an instruction by one pc group (a warp that runs
+    two diverged groups through the same block issues it twice); thread instructions count the group's
+    lanes; a divergent branch is one whose group splits. `max_depth` holds the most pc groups a warp had
+    at once (reported as `emulator__max_pc_groups`; ITS has no stack)."""
+
+    def __init__(self, program: Program, geo, layout, options):
+        view, self.sync = split_at_sync(program)
+        self.source_program = program
+        super().__init__(view, geo, layout, options)
+
+    def _step(self, s: State, wave, dyn, fns) -> State:
+        g, NB, exit_pc = self.geo, self.NB, self.exit_pc
+        lanes: Lanes = s.stack
+        lane_bit = jnp.uint32(1) << self.lane_u32
+        live = lanes.pc != exit_pc
+        ready_l = live & ~lanes.bar & ~held_at_sync(lanes, live, self.sync, lane_bit)
+        pc, group, ready, yielded = choose(lanes, ready_l, NB + 1)
+        b = pick_block(pc, ready, lanes.age, NB)
+        sel = ready & (pc == b)
+        active = group & sel[:, None]
+        mask = self.pack(active)
+
+        item = self.item_of_warp(wave, dyn)
+        if NB > 1:
+            s, taken = lax.switch(b, fns, s, active, wave, dyn)
+        else:
+            s, taken = fns[0](s, active, wave, dyn)
+        fault = s.fault
+
+        kind, target, fall = self.t_kind[b], self.t_target[b], self.t_fall[b]
+        taken_l = self.unpack(taken) & active
+        new_pc = jnp.where(kind == 1, jnp.where(taken_l, target, fall), jnp.where(kind == 3, exit_pc, target))
+        pcs = jnp.where(active, new_pc, lanes.pc)
+        div = sel & (kind == 1) & (taken != 0) & ((mask & ~taken) != 0)
+        # a backward branch yields the warp to its other groups
+        yielded = jnp.where(active, new_pc <= b, yielded)
+        bar = lanes.bar | (active & (kind == 2))
+        exited = jnp.where(sel & (kind == 3), s.exited | mask, s.exited)
+        # bar.sync releases when every live lane of the thread block waits
+        live = pcs != exit_pc
+        cta_done = (bar | ~live).reshape(g.ctas_per_wave, -1).all(axis=1)
+        bar = bar & ~cta_done[self.cta_of_warp][:, None]
+        # deadlock: live lanes, none ready (waiting at a barrier or held at a warp sync forever)
+        dead = ~jnp.any(ready) & jnp.any(live)
+        rec = jnp.asarray([errors.DEADLOCK, -1, 0, 0, 0, 0], jnp.int64).at[5].set(jnp.asarray(wave, jnp.int64))
+        fault = jnp.where(dead & (fault[0] == 0), rec, fault)
+        groups = pc_groups(pcs, live, NB + 1)
+        trace = s.trace
+        if trace:
+            tb, tm, tsp = trace
+            trace = (tb.at[s.steps].set(b, mode="drop"), tm.at[s.steps].set(mask, mode="drop"),
+                     tsp.at[s.steps].set(groups, mode="drop"))
+        return s._replace(
+            fault=fault, stack=Lanes(pcs, bar, yielded, jnp.where(ready & ~sel, lanes.age + 1, 0)), exited=exited, steps=s.steps + 1, trace=trace,
+            recent=s.recent.at[s.steps % RECENT].set(b),
+            warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
+            thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
+            divergent=s.divergent.at[:, b].add(self.tally(div, item)),
+            max_depth=jnp.maximum(s.max_depth, self.item_max(groups, item)))
+
+    def init_state(self, gmem, counters, wave, dyn, zero) -> State:
+        s = super().init_state(gmem, counters, wave, dyn, zero)
+        return s._replace(stack=init(self.unpack(self.valid_mask(wave, dyn)), self.exit_pc))
+
+    def _run_wave(self, gmem, counters, wave, dyn, zero):
+        s0 = self.init_state(gmem, counters, wave, dyn, zero)
+        fns = [self._block_fn(k) for k in range(self.NB)]
+
+        def cond(s: State):
+            return jnp.any(s.stack.pc != self.exit_pc) & (s.fault[0] == 0) & (s.steps < self.options.max_steps)
+
+        s = lax.while_loop(cond, lambda s: self._step(s, wave, dyn, fns), s0)
+        live = s.stack.pc != self.exit_pc
+        budget = jnp.asarray([errors.STEP_BUDGET, -1, 0, 0, 0, 0], jnp.int64).at[5].set(jnp.asarray(wave, jnp.int64))
+        fault = jnp.where(jnp.any(live) & (s.fault[0] == 0), budget, s.fault)
+        counters = (s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
+        where = (jnp.where(live, s.stack.pc, -1), pc_groups(s.stack.pc, live, self.NB + 1), s.recent, s.steps)
+        return s.gmem, counters, fault, s.steps, s.trace, where
+
+
+
+# ---------------------------------------------------------------------------------------------
+# The step-budget report (both modes): which warps are stuck, where, and the likely cause
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_atomic(ins) -> bool:
+    inner = ins.attr("inner") if ins.op == "ptx.guard" else None
+    return (inner or ins).op == "atom"
+
+
+def stuck_report(m: Machine, geo, grid, wave: int, where, cta_table) -> str:
+    """The tail of a step-budget error: the unfinished warps (block, warp, pcs), the instructions the
+    last steps cycled through, and the likely cause. `where` is `run_wave`'s last result: (pc [W] top of
+    stack, or [W, L] per-lane pcs under ITS; -1 finished), (stack depth or pc groups [W]), recent blocks,
+    steps; `cta_table` [waves * ctas_per_wave]: item * blocks + block id of every block slot."""
+    import os
+
+    import numpy as np
+
+    if where is None:
+        return "; raise max_steps= if the kernel is just long"
+    pcs, depth, recent, steps = (np.asarray(x) for x in where)
+    its_mode = pcs.ndim == 2
+    stuck = np.nonzero((pcs >= 0).any(axis=1) if its_mode else pcs >= 0)[0]
+    n, R = int(steps), len(recent)
+    cycle = sorted({int(recent[i % R]) for i in range(max(0, n - R), n)} - {-1})
+    instrs = m.program.instructions()
+
+    def pcs_of(b):
+        pc0, k = m.block_pcs[b]
+        return range(pc0, pc0 + k)
+
+    cyc_pcs = [pc for b in cycle for pc in pcs_of(b)]
+    ranges, start = [], None
+    for i, pc in enumerate(cyc_pcs):
+        start = pc if start is None else start
+        if i + 1 == len(cyc_pcs) or cyc_pcs[i + 1] != pc + 1:
+            ranges.append(f"{start}" if start == pc else f"{start}-{pc}")
+            start = None
+    lines = []
+    for pc in cyc_pcs:
+        loc = instrs[pc][1].loc
+        if loc is not None and loc.line:
+            s = f"{os.path.basename(loc.file)}:{loc.line}" + (f" `{loc.text.strip()}`" if loc.text.strip() else "")
+            if s not in lines:
+                lines.append(s)
+    wpb, cpw = geo.warps_per_block, geo.ctas_per_wave
+    gx, gy, _ = grid
+    who = []
+    for w in (int(v) for v in stuck[:4]):
+        n_ctas = grid[0] * grid[1] * grid[2]
+        item, cta = divmod(int(cta_table[wave * cpw + w // wpb]), n_ctas)
+        blk = (cta % gx, (cta // gx) % gy, cta // (gx * gy))
+        if geo.items > 1:
+            blk = f"{blk} of batch item {item}"
+        if its_mode:
+            at = sorted({m.block_pcs[int(b)][0] for b in pcs[w] if b >= 0})
+            who.append(f"warp {w % wpb} of block {blk} (pc groups at pcs {', '.join(map(str, at))})")
+        else:
+            who.append(f"warp {w % wpb} of block {blk} (stack depth {int(depth[w])}, running at pc "
+                       f"{m.block_pcs[int(pcs[w])][0]})")
+    more = f" and {len(stuck) - 4} more warps" if len(stuck) > 4 else ""
+    msg = f"; still running: {'; '.join(who)}{more}"
+    if ranges:
+        msg += f"; the last {min(n, R)} steps cycled through pcs {', '.join(ranges)}"
+        if lines:
+            msg += f" ({'; '.join(lines[:6])})"
+    atomics = any(_is_atomic(instrs[pc][1]) for pc in cyc_pcs)
+    diverged = (not its_mode) and bool(np.any(depth[stuck] > 1)) if len(stuck) else False
+    if diverged and atomics:
+        cause = ("likely cause: an intra-warp lock (spin lock): lanes of one warp spin on a lock held by another "
+                 "lane of the same warp, which under stack-based reconvergence cannot run until the spinning "
+                 "lanes leave their loop (a livelock). Launch with mode='its' (Independent Thread Scheduling, "
+                 "Volta and later) or release the lock inside the loop that acquires it")
+    elif diverged:
+        cause = ("likely cause: diverged lanes of one warp wait for each other (e.g. on a flag in memory), which "
+                 "the reconvergence stack cannot interleave; mode='its' (Volta and later) can. Otherwise raise "
+                 "max_steps= if the kernel is just long")
+    else:
+        cause = ("likely cause: a loop whose exit condition never holds (a runaway loop, or waiting for something "
+                 "no thread will do); raise max_steps= if the kernel is just long")
+    return f"{msg}. {cause}"

@@ -1,0 +1,267 @@
+"""Independent Thread Scheduling (launch mode "its") against the reconvergence stack (the default).
+
+The spin lock livelocks under the stack (the step budget stops it with an error naming the warp, its pcs
+and the cause) and completes under ITS; lockstep-assuming warp code is wrong under ITS and right with
+`syncwarp`; a divergent loop gives identical results with the hand-derived schedules of both modes;
+jit and no-jit agree; the PTX forms (kernels/cuda/its.cu, nvcc output in kernels/ptx/its.ptx) do the same.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import jaxsimt as js
+from jaxsimt import its
+from kernels import its as K
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PTX = os.path.join(ROOT, "kernels", "ptx", "its.ptx")
+
+
+def _spin_args(n=1):
+    return [np.zeros(n, np.int32), np.zeros(n, np.int32)]
+
+
+# ------------------------------------------------------------------------------------ architectures
+
+
+def test_its_is_opt_in_and_only_on_volta_and_later():
+    assert {a: js.get_arch(a).its_supported for a in ("g80", "fermi", "h100", "h200")} == \
+        {"g80": False, "fermi": False, "h100": True, "h200": True}
+    for a in ("g80", "fermi"):
+        with pytest.raises(js.LaunchConfigError, match="Independent Thread Scheduling"):
+            js.launch(K.spin_lock, 1, 32, _spin_args(), arch=a, mode="its")
+    with pytest.raises(js.LaunchConfigError, match="mode must be one of"):
+        js.launch(K.spin_lock, 1, 32, _spin_args(), mode="volta")
+
+
+# ------------------------------------------------------------------------------------ the spin lock
+
+
+@pytest.fixture(scope="module")
+def spin_its():
+    return js.launch(K.spin_lock, 1, 32, _spin_args(), mode="its", trace=True, max_steps=400)
+
+
+def test_spin_lock_livelocks_under_the_stack_with_a_clear_error():
+    with pytest.raises(js.StepBudgetExceeded) as e:
+        js.launch(K.spin_lock, 1, 32, _spin_args(), max_steps=300)
+    msg = str(e.value)
+    assert "kernel spin_lock" in msg and "step budget of 300" in msg
+    assert "warp 0 of block (0, 0, 0)" in msg and "stack depth 2" in msg
+    # the loop's pcs: the atomicCAS spin (block 1) and its back edge (block 2)
+    pc1, n1 = K.spin_lock.program.block_pcs()[1]
+    assert f"cycled through pcs {pc1}-" in msg and "lock.atomic_cas" in msg
+    assert "intra-warp lock" in msg and "mode='its'" in msg
+
+
+def test_spin_lock_completes_under_its(spin_its):
+    r = spin_its
+    assert r["counter"].tolist() == [32] and r["lock"].tolist() == [0]
+    assert r.stats["max_stack_depth"] == 0 and r.stats["emulator__max_pc_groups"] == 2
+    # schedule, by hand: all lanes run the CAS (block 1); lane 0 wins. The 31 losers take the back edge
+    # (block 2) and yield, so the winner runs the critical section and exits (block 3); then the losers
+    # run the CAS again and lane 1 wins, and so on: one lane per round, in lane order.
+    want = [(0, 0xFFFFFFFF)]
+    for k in range(32):
+        losers = (0xFFFFFFFF << (k + 1)) & 0xFFFFFFFF
+        want.append((1, (0xFFFFFFFF << k) & 0xFFFFFFFF))
+        if losers:
+            want.append((2, losers))
+        want.append((3, 1 << k))
+    got = [(int(b), int(m[0])) for b, m in zip(r.trace["block"], r.trace["mask"])]
+    assert got == want
+    # counters follow the schedule: per block, executions x instructions
+    n = [c for _, c in K.spin_lock.program.block_pcs()]
+    warp = sum(n[b] for b, _ in want)
+    thread = sum(n[b] * bin(m).count("1") for b, m in want)
+    assert r.stats["smsp__inst_executed.sum"] == warp
+    assert r.stats["smsp__thread_inst_executed.sum"] == thread
+    assert r.stats["simd_efficiency"] == pytest.approx(thread / (32 * warp))
+    assert r.stats["smsp__sass_branch_targets_threads_divergent.sum"] == 31  # every CAS round but the last
+
+
+@pytest.mark.slow
+def test_spin_lock_jit_and_no_jit_agree(spin_its):
+    r = js.launch(K.spin_lock, 1, 32, _spin_args(), mode="its", trace=True, max_steps=400, jit=False)
+    assert r["counter"].tolist() == spin_its["counter"].tolist()
+    assert r.stats == spin_its.stats
+    for k in ("block", "mask", "sp"):
+        np.testing.assert_array_equal(r.trace[k], spin_its.trace[k])
+
+
+@pytest.mark.slow
+def test_spin_lock_across_warps_and_blocks_under_its():
+    # two blocks of four warps: lanes contend within a warp and warps within a block; no warp starves
+    r = js.launch(K.spin_lock, 2, 128, _spin_args(2), mode="its", max_steps=20000)
+    assert r["counter"].tolist() == [128, 128]
+
+
+# ------------------------------------------------------------------------------------ warp-synchronous code
+
+
+def _warp_sum_args(sync: int, warps: int = 2):
+    lens = ((np.arange(32 * warps) * 7) % 11).astype(np.int32)
+    x = np.random.default_rng(3).integers(0, 100, 32 * 32 * warps).astype(np.int32)
+    ref = [int(sum(x[t * 32:t * 32 + lens[t]].sum() for t in range(w * 32, w * 32 + 32))) for w in range(warps)]
+    return [lens, x, np.zeros(warps, np.int32), np.int32(sync)], ref
+
+
+@pytest.mark.parametrize("mode", [pytest.param("stack", marks=pytest.mark.slow), "its"])
+def test_warp_sum_needs_syncwarp_under_its(mode):
+    args, ref = _warp_sum_args(0)
+    lockstep = js.launch(K.warp_sum, 1, 64, args, mode=mode)["out"].tolist()
+    args, _ = _warp_sum_args(1)
+    synced = js.launch(K.warp_sum, 1, 64, args, mode=mode)["out"].tolist()
+    assert synced == ref  # with __syncwarp: right in both modes
+    if mode == "stack":
+        assert lockstep == ref  # lockstep holds under the stack: the hidden assumption works
+    else:
+        # lanes with short loops run ahead and read partial sums their warp-mates have not written yet
+        assert lockstep != ref
+
+
+# ------------------------------------------------------------------------------------ a divergent loop
+
+
+@pytest.fixture(scope="module")
+def loop_tail():
+    out = {m: js.launch(K.loop_tail, 1, 32, [np.zeros(32, np.int32)], mode=m, trace=True) for m in ("stack", "its")}
+    out["its_nojit"] = js.launch(K.loop_tail, 1, 32, [np.zeros(32, np.int32)], mode="its", trace=True, jit=False)
+    return out
+
+
+def _schedule(r):
+    return [(int(b), int(m[0])) for b, m in zip(r.trace["block"], r.trace["mask"])]
+
+
+def test_divergent_loop_same_results_different_schedule(loop_tail):
+    want = 3 * (np.arange(32) % 4) + 7
+    for r in loop_tail.values():
+        np.testing.assert_array_equal(r["out"], want)
+    # blocks: 0 entry, 1 loop test, 2 body, 3 increment + back edge, 4 tail (store, exit).
+    # lanes by trip count t % 4: 0 -> 0x11111111, 1 -> 0x22222222, 2 -> 0x44444444, 3 -> 0x88888888
+    A, L1, L2 = 0xFFFFFFFF, 0xEEEEEEEE, 0xCCCCCCCC
+    # stack: the lanes that leave the loop wait at its reconvergence point; the tail runs once
+    assert _schedule(loop_tail["stack"]) == [
+        (0, A), (1, A), (2, L1), (3, L1), (1, L1), (2, L2), (3, L2), (1, L2), (2, 0x88888888), (3, 0x88888888),
+        (1, 0x88888888), (4, A)]
+    # ITS: after each back edge the looping group yields and the group that left runs the tail on its own
+    assert _schedule(loop_tail["its"]) == [
+        (0, A), (1, A), (2, L1), (3, L1), (4, 0x11111111), (1, L1), (2, L2), (3, L2), (4, 0x22222222),
+        (1, L2), (2, 0x88888888), (3, 0x88888888), (4, 0x44444444), (1, 0x88888888), (4, 0x88888888)]
+    s, i = loop_tail["stack"].stats, loop_tail["its"].stats
+    tail = K.loop_tail.program.block_pcs()[4][1]
+    assert i["smsp__thread_inst_executed.sum"] == s["smsp__thread_inst_executed.sum"]
+    assert i["smsp__inst_executed.sum"] == s["smsp__inst_executed.sum"] + 3 * tail  # tail 4 times, not once
+    assert i["simd_efficiency"] < s["simd_efficiency"]
+    assert s["max_stack_depth"] == 2 and i["emulator__max_pc_groups"] == 2
+
+
+def test_divergent_loop_jit_and_no_jit_agree(loop_tail):
+    a, b = loop_tail["its"], loop_tail["its_nojit"]
+    assert a.stats == b.stats and _schedule(a) == _schedule(b)
+    np.testing.assert_array_equal(a.trace["sp"], b.trace["sp"])
+
+
+# ------------------------------------------------------------------------------------ barriers
+
+
+@js.kernel
+def split_barrier(out: js.Ptr[js.s32]):
+    """Even and odd threads reach __syncthreads() through different branches (legal on Volta+, where the
+    barrier counts threads), then read a neighbour's value written before the barrier."""
+    t = js.threadIdx.x
+    s = js.shared(64, js.s32, "s")
+    s[t] = t + 1
+    with js.if_(t % 2 == 0):
+        js.syncthreads()
+        out[t] = s[(t + 1) % 64]
+    with js.else_():
+        js.syncthreads()
+        out[t] = s[(t + 63) % 64]
+
+
+def test_barrier_counts_threads_under_its():
+    r = js.launch(split_barrier, 1, 64, [np.zeros(64, np.int32)], mode="its")
+    t = np.arange(64)
+    np.testing.assert_array_equal(r["out"], np.where(t % 2 == 0, (t + 1) % 64, (t + 63) % 64) + 1)
+
+
+@pytest.mark.slow
+def test_divergent_barrier_is_an_error_under_the_stack():
+    with pytest.raises(js.DivergentBarrierError):
+        js.launch(split_barrier, 1, 64, [np.zeros(64, np.int32)])
+
+
+# ------------------------------------------------------------------------------------ program view
+
+
+@js.kernel
+def shuffle_rotate(x: js.Ptr[js.s32]):
+    """Straight-line code with a __syncwarp(0xffff) and a shuffle in the middle of its one block."""
+    t = js.threadIdx.x
+    v = x[t] + 1
+    js.syncwarp(0xFFFF)
+    w = v * 2
+    x[t] = js.shfl_sync(w, (js.laneid() + 1) % 32)
+
+
+def test_split_at_sync_keeps_every_pc():
+    for prog, n_sync, n_new in ((K.warp_sum.program, 6, 0), (shuffle_rotate.program, 2, 2)):
+        view, sync = its.split_at_sync(prog)
+        flat = lambda p: [id(i) for _, i in p.instructions()]  # noqa: E731
+        assert flat(view) == flat(prog)
+        assert len(sync) == n_sync and len(view.blocks) == len(prog.blocks) + n_new
+        for b in sync:
+            assert view.blocks[b].instrs[0].op in ("warpsync", "shfl")
+    assert sorted(sync.values()) == [0xFFFF, 0xFFFFFFFF]
+
+
+def test_ptx_bar_warp_sync_lowers_to_warpsync():
+    import jaxsimt.ptx as P
+    from jaxsimt.ptx.lower import lower
+    args = [np.zeros(64, np.int32), np.zeros(2048, np.int32), np.zeros(2, np.int32), np.int32(1)]
+    prog = lower(P.load_module(PTX), "its_warp_sum", args)
+    ws = [i for _, i in prog.instructions() if i.op == "warpsync"]
+    assert len(ws) == 6 and {i.attr("membermask") for i in ws} == {0xFFFFFFFF}
+
+
+# ------------------------------------------------------------------------------------ the PTX forms
+
+
+@pytest.mark.slow
+def test_ptx_spin_lock_both_modes():
+    import jaxsimt.ptx as P
+    r = P.launch(PTX, "its_spin_lock", 2, 32, _spin_args(2), mode="its")
+    assert r.args[1].tolist() == [32, 32]
+    with pytest.raises(js.StepBudgetExceeded, match="intra-warp lock.*mode='its'"):
+        P.launch(PTX, "its_spin_lock", 2, 32, _spin_args(2), max_steps=300)
+
+
+@pytest.mark.slow
+def test_ptx_warp_sum_hazard_under_its():
+    import jaxsimt.ptx as P
+    for sync in (0, 1):
+        args, ref = _warp_sum_args(sync)
+        got = P.launch(PTX, "its_warp_sum", 1, 64, args, mode="its").args[2].tolist()
+        assert (got == ref) == bool(sync)
+
+
+@pytest.mark.slow
+def test_run_cli_mode(capsys):
+    import json
+
+    from jaxsimt import run_cli
+    argv = ["run", PTX, "--kernel", "its_loop_tail", "--grid", "1", "--block", "32", "--arg", "s32[32]:zeros",
+            "--json"]
+    stats = {}
+    for mode in ("stack", "its"):
+        assert run_cli.main(argv + ["--mode", mode]) == 0
+        stats[mode] = json.loads(capsys.readouterr().out)["stats"]
+    assert stats["its"]["smsp__thread_inst_executed.sum"] == stats["stack"]["smsp__thread_inst_executed.sum"]
+    assert stats["its"]["simd_efficiency"] < stats["stack"]["simd_efficiency"]
+    assert run_cli.main(argv + ["--mode", "its", "--arch", "fermi"]) == 2
+    assert "Independent Thread Scheduling" in capsys.readouterr().err
