@@ -43,7 +43,7 @@ from jaxsimt.program import FALL, Block, Imm, Program, Terminator
 
 FULL = 0xFFFFFFFF
 
-# Instructions that synchronise their member lanes under ITS (op -> how to read the member mask)
+# Instructions that synchronise their member lanes under ITS (their member mask: `member_mask`)
 _SYNC_OPS = ("warpsync", "shfl", "vote", "ptx.shfl", "ptx.vote", "tensor.mma", "tensor.ldmatrix")
 
 
@@ -116,6 +116,9 @@ def split_at_sync(program: Program) -> tuple[Program, dict]:
             blocks.append(Block(idx, list(part), term))
     out = Program(program.name, program.params, program.regs, blocks, program.shared, program.shared_bytes,
                   program.source_file)
+    # front-end extras (e.g. the PTX lowering's hidden arrays and local frame) stay with the program
+    fields = {f.name for f in dataclasses.fields(Program)}
+    out.__dict__.update({k: v for k, v in program.__dict__.items() if k not in fields and k != "_machines"})
     return out, sync
 
 
@@ -145,7 +148,7 @@ def held_at_sync(lanes: Lanes, live, sync: dict, lane_bit):
     """[W, L] bool: lanes standing at a warp-synchronous block whose member lanes have not all arrived."""
     held = jnp.zeros(live.shape, bool)
     for blk, mask in sync.items():  # few blocks: a static loop
-        here = live & (lanes.pc == blk)
+        here = live & ~lanes.bar & (lanes.pc == blk)
         member = (jnp.uint32(mask) & lane_bit) != 0
         missing = jnp.any(live & member[None, :] & ~here, axis=1, keepdims=True)
         held = held | (here & missing)
@@ -233,8 +236,8 @@ class ItsMachine(Machine):
             trace = (tb.at[s.steps].set(b, mode="drop"), tm.at[s.steps].set(mask, mode="drop"),
                      tsp.at[s.steps].set(groups, mode="drop"))
         return s._replace(
-            fault=fault, stack=Lanes(pcs, bar, yielded, jnp.where(ready & ~sel, lanes.age + 1, 0)), exited=exited, steps=s.steps + 1, trace=trace,
-            recent=s.recent.at[s.steps % RECENT].set(b),
+            fault=fault, stack=Lanes(pcs, bar, yielded, jnp.where(ready & ~sel, lanes.age + 1, 0)), exited=exited,
+            steps=s.steps + 1, trace=trace, recent=s.recent.at[s.steps % RECENT].set(b),
             warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
             thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
             divergent=s.divergent.at[:, b].add(self.tally(div, item)),
