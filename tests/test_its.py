@@ -14,10 +14,9 @@ import pytest
 
 import jaxsimt as js
 from jaxsimt import its
-from kernels import its as K
+from jaxsimt.kernels import its as K
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PTX = os.path.join(ROOT, "kernels", "ptx", "its.ptx")
+PTX = os.path.join(os.path.dirname(os.path.abspath(K.__file__)), "ptx", "its.ptx")  # nvcc output of cuda/its.cu
 
 
 def _spin_args(n=1):
