@@ -296,9 +296,43 @@ def fold_moves(program: Program) -> Program:
     return program
 
 
+# Longest basic block compiled as one function. Fully unrolled code (e.g. a kernel holding hundreds of
+# values live in one straight line) makes one XLA computation so large that compiling it takes minutes
+# or fails; chunks of this size compile quickly and cost one extra scheduling step per chunk.
+MAX_BLOCK_INSTRUCTIONS = 256
+
+
+def split_long_blocks(blocks: list[Block], limit: Optional[int] = None) -> list[Block]:
+    """Cut every block of more than `limit` instructions into a chain of fall-through blocks of at most
+    `limit` instructions (the last keeps the terminator) and renumber. Control flow and results are
+    unchanged: a warp runs the chain straight through, so only the step count grows."""
+    limit = limit or MAX_BLOCK_INSTRUCTIONS
+    if all(len(b.instrs) <= limit for b in blocks):
+        return blocks
+    first: dict[int, int] = {}  # old index -> new index of its first chunk
+    chunks: list[tuple[int, list[Instr], bool]] = []  # (old index, instructions, is the last chunk)
+    for b in blocks:
+        first[b.index] = len(chunks)
+        parts = [b.instrs[i:i + limit] for i in range(0, len(b.instrs), limit)] or [[]]
+        chunks += [(b.index, part, k == len(parts) - 1) for k, part in enumerate(parts)]
+    first[len(blocks)] = len(chunks)  # the exit pseudo-block
+    out = []
+    for i, (old, part, last) in enumerate(chunks):
+        if last:
+            t = blocks[old].term
+            term = Terminator(t.kind, first[t.target] if t.target >= 0 else -1,
+                              first[t.fallthrough] if t.fallthrough >= 0 else -1, t.pred, t.negate, -1,
+                              t.instr)
+        else:
+            term = Terminator(FALL, i + 1)
+        out.append(Block(i, part, term))
+    return out
+
+
 def finalize(program: Program) -> Program:
-    """Prune unreachable blocks and attach reconvergence points to every conditional branch."""
-    program.blocks = prune_unreachable(program.blocks)
+    """Prune unreachable blocks, split very long ones, and attach reconvergence points to every
+    conditional branch."""
+    program.blocks = split_long_blocks(prune_unreachable(program.blocks))
     ipdom = immediate_post_dominators(program.blocks)
     for b in program.blocks:
         if b.term.kind == BRANCH:
