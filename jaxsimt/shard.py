@@ -6,9 +6,9 @@ the last padded with empty waves) as a `while_loop` around the machine's own wav
 replicated: every device starts from the same copy and the copies are merged at the end by summing each
 device's word deltas (`psum`, modulo 2^32). That merge is exact for stores to words that only one
 device writes (a block's own outputs, whatever their width: a word's value is linear in its bytes) and
-for integer atomic add/sub/inc across devices (integer addition commutes); float atomic adds
-from several devices are summed in another order (as another run of the hardware would), and atomic
-min/max/exch/cas on one word from several devices do not merge (documented in docs/batch.md).
+for 32-bit integer atomic adds from several devices (integer addition commutes). Other global atomics
+(float adds, min/max, exch, cas, bitwise, inc/dec) do not merge by deltas: a kernel with one is refused
+(`check_mergeable`) before it runs.
 Counters are summed across devices (`psum`, `pmax` for the stack depth); the first fault in wave order
 wins, as in the single-device run.
 
@@ -38,6 +38,22 @@ def resolve_devices(devices: Union[int, Sequence]) -> list:
     if not devs:
         raise ValueError("devices: empty")
     return devs
+
+
+def check_mergeable(prog) -> None:
+    """Raise LaunchConfigError when a global atomic of `prog` cannot be merged across devices."""
+    from jaxsimt import errors, types as T
+
+    for _, outer in prog.instructions():
+        ins = outer.attr("inner") or outer
+        if ins.op != "atom" or ins.attr("space") == "shared":
+            continue
+        t = T.BY_NAME[ins.attr("type")]
+        if ins.attr("aop") != "add" or t.kind not in ("s", "u"):
+            raise errors.LaunchConfigError(
+                f"kernel {prog.name}: the global atomic {ins.attr('aop')}.{t.name}"
+                f"{f' at {ins.loc}' if ins.loc else ''} cannot be merged across devices (only integer adds "
+                f"can); run it on one device")
 
 
 def _sharded_runner(m, devs: list, waves_per_device: int):
@@ -79,6 +95,7 @@ def _sharded_runner(m, devs: list, waves_per_device: int):
 def run_sharded(m, gmem, dyn, cta_table: np.ndarray, devices):
     """Run every wave of a launch over `devices`. Returns (gmem, counters, first fault [6] numpy,
     total steps), as the single-device loop over waves would."""
+    check_mergeable(m.program)
     devs = resolve_devices(devices)
     cpw = m.geo.ctas_per_wave
     n_waves = len(cta_table) // cpw

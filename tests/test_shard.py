@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SCRIPT = textwrap.dedent(r"""
@@ -54,6 +56,7 @@ SCRIPT = textwrap.dedent(r"""
 """)
 
 
+@pytest.mark.slow  # a fresh process compiling four machines: about a minute on 2 cores
 def test_sharded_over_8_host_devices_equals_single_device():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
                PYTHONPATH=ROOT)
@@ -65,3 +68,18 @@ def test_sharded_over_8_host_devices_equals_single_device():
     assert out["batch"] == [{"outputs": True, "stats": True, "per_instruction": True}] * 3
     single, sharded = out["fault"]
     assert single is not None and single == sharded
+
+
+def test_unmergeable_atomics_are_refused_before_running():
+    """Float atomic adds (or min/max/exch/cas) from several devices do not merge by word deltas."""
+    import numpy as np
+
+    import jaxsimt as js
+    from jaxsimt import Ptr, f32
+
+    @js.kernel
+    def fsum(x: Ptr[f32], total: Ptr[f32]):
+        total.atomic_add(0, x[js.global_thread_index()])
+
+    with pytest.raises(js.LaunchConfigError, match="fsum.*add.f32.*one device"):
+        js.launch(fsum, 1, 32, (np.ones(32, np.float32), np.zeros(1, np.float32)), devices=1)
