@@ -5,6 +5,7 @@
     jaxsimt occupancy --arch h200 --threads 256 --regs 64 --smem 16384 [--json]
     jaxsimt run FILE.ptx --kernel NAME --grid X --block X --arg SPEC ...
     jaxsimt validate [--json]          compare the emulator with the committed H200 measurements
+    jaxsimt sweep [--arch] [--size]    the GEMM ladder over a grid of tile sizes, and the best one
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ COMMANDS = {
     "occupancy": ("jaxsimt.occupancy", "cli", "theoretical occupancy of a launch configuration"),
     "run": ("jaxsimt.run_cli", "main", "run a PTX kernel"),
     "validate": ("jaxsimt.validate", "main", "compare the emulator with the H200 fixtures"),
+    "sweep": ("jaxsimt.tile_sweep", "main", "the GEMM ladder over a grid of tile sizes; the best configuration"),
 }
 
 

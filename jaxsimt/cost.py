@@ -19,6 +19,7 @@ from typing import Mapping
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.banks import METRIC_WAVEFRONTS
@@ -36,26 +37,38 @@ def params_of(arch: "Arch | str") -> dict:
     return p
 
 
-def loads_plus_stores(stats: Mapping[str, float], metric: str) -> float:
-    """A per-op counter template (`..._op_{op}.sum`) summed over loads and stores."""
-    return float(stats.get(metric.format(op="ld"), 0)) + float(stats.get(metric.format(op="st"), 0))
+def _num(x):
+    """A counter as a float array: plain numbers through float (exact for counts beyond int32), arrays
+    (e.g. stats stacked over configurations, under vmap) cast."""
+    if isinstance(x, (int, float, np.number)):
+        return jnp.asarray(float(x))
+    return jnp.asarray(x).astype(jnp.result_type(float))
+
+
+def loads_plus_stores(stats: Mapping[str, float], metric: str):
+    """A per-op counter template (`..._op_{op}.sum`) summed over loads and stores (a float; an array
+    when the stats are arrays)."""
+    ld, st = stats.get(metric.format(op="ld"), 0), stats.get(metric.format(op="st"), 0)
+    if isinstance(ld, (int, float, np.number)) and isinstance(st, (int, float, np.number)):
+        return float(ld) + float(st)
+    return _num(ld) + _num(st)
 
 
 def bounds(stats: Mapping[str, float], params: Mapping[str, jax.Array], dram_bytes, fmas) -> dict:
     """Seconds each unit needs for the whole kernel, as if it were the only limit."""
     clock = params["clock_ghz"] * 1e9
     sms = params["num_sms"]
-    warp_inst = jnp.asarray(float(stats.get("smsp__inst_executed.sum", 0)))
+    warp_inst = _num(stats.get("smsp__inst_executed.sum", 0))
     sectors = loads_plus_stores(stats, METRIC_SECTORS)
     wavefronts = loads_plus_stores(stats, METRIC_WAVEFRONTS)
-    tensor_flops = jnp.asarray(float(stats.get("emulator__tensor_flops", 0)))
+    tensor_flops = _num(stats.get("emulator__tensor_flops", 0))
     return {
         "issue": warp_inst / (params["schedulers_per_sm"] * sms * clock),
-        "fma": jnp.asarray(float(fmas)) / (params["fp32_lanes_per_sm"] * sms * clock),
+        "fma": _num(fmas) / (params["fp32_lanes_per_sm"] * sms * clock),
         "tensor": tensor_flops / jnp.maximum(params["tensor_flops_per_cycle_per_sm"] * sms * clock, 1.0),
         "shared": jnp.asarray(wavefronts) / (sms * clock),
         "l2": jnp.asarray(sectors) * params["sector_size"] / (params["l2_bytes_per_cycle"] * clock),
-        "dram": jnp.asarray(float(dram_bytes)) / (params["dram_gbytes_per_s"] * 1e9),
+        "dram": _num(dram_bytes) / (params["dram_gbytes_per_s"] * 1e9),
     }
 
 
@@ -73,7 +86,7 @@ def predict_seconds(stats: Mapping[str, float], params: Mapping[str, jax.Array],
     t = jnp.max(jnp.stack(list(b.values())))
     mem = jnp.maximum(b["l2"], b["dram"])
     mem_fraction = jnp.clip(mem / jnp.maximum(t, 1e-30), 0.0, 1.0)
-    return t / hiding(jnp.asarray(float(stats.get("occupancy", 1.0))), params, mem_fraction)
+    return t / hiding(_num(stats.get("occupancy", 1.0)), params, mem_fraction)
 
 
 def predict(stats: Mapping[str, float], arch: "Arch | str", dram_bytes, fmas) -> dict:

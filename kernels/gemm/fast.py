@@ -16,6 +16,7 @@ the result equals a full launch exactly (tests/test_gemm_fast.py).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -139,9 +140,22 @@ def wmma_c(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-def block_classes(rung: str, M: int, N: int, K: int, grid) -> list[tuple[int, int]]:
-    """[(representative linear block id, number of blocks)] for the classes of identical blocks."""
+def tile_map(rung: str, **params) -> TileMap:
+    """The TileMap of a rung built with tile parameters `params` (the factory's keywords; none: the
+    CUDA file's)."""
     tm = TILES[rung]
+    if rung in ("smem_tiled", "coarsened") and "T" in params:
+        return dataclasses.replace(tm, bm=params["T"], bn=params["T"], k_tile=params["T"])
+    if rung == "register_tiled":
+        return dataclasses.replace(tm, bm=params.get("BM", tm.bm), bn=params.get("BN", tm.bn),
+                                   k_tile=params.get("BK", tm.k_tile))
+    return tm
+
+
+def block_classes(rung: str, M: int, N: int, K: int, grid, tm: TileMap = None) -> list[tuple[int, int]]:
+    """[(representative linear block id, number of blocks)] for the classes of identical blocks
+    (`tm`: the rung's tile map when built with other tile parameters, see `tile_map`)."""
+    tm = tm or TILES[rung]
     gx, gy = grid[0], grid[1]
     by, bx = np.meshgrid(np.arange(gy, dtype=np.int64), np.arange(gx, dtype=np.int64), indexing="ij")
     row0, col0 = (bx, by) if tm.transpose_grid else (by, bx)
@@ -170,11 +184,19 @@ def gemm_stats(rung, kernel, M: int, N: int, K: int, arch="h200", args=None, lau
     if args is None:
         args = (M, N, K, np.zeros((M, K), np.float32), np.zeros((K, N), np.float32), np.zeros((M, N), np.float32))
     classes = block_classes(rung, M, N, K, grid)
+    runs = [js.launch(kernel, grid, block, args, arch=arch, ctas=[cta], data=False) for cta, _ in classes]
+    stats, per_instr = combine(runs, [count for _, count in classes], grid)
+    return stats, per_instr, classes
+
+
+def combine(runs, counts, grid, steps=None):
+    """The full launch's (stats, per_instruction) from one run per class of identical blocks (`runs`:
+    LaunchResults of one block each, `counts`: blocks per class). `steps`: the emulator's steps when the
+    classes ran as one batch (default: the sum of the runs')."""
     total: dict = {}
     per_instr = None
     depth = 0
-    for cta, count in classes:
-        r = js.launch(kernel, grid, block, args, arch=arch, ctas=[cta], data=False)
+    for r, count in zip(runs, counts):
         for k, v in r.stats.items():
             if k in _RATIO_OR_MAX or k.startswith(("launch__", "active_")):
                 continue
@@ -201,6 +223,8 @@ def gemm_stats(rung, kernel, M: int, N: int, K: int, arch="h200", args=None, lau
     w = total.get("smsp__inst_executed.sum", 0)
     total["simd_efficiency"] = float(total.get("smsp__thread_inst_executed.sum", 0) / (w * 32)) if w else 0.0
     total["launch__grid_size"] = int(np.prod(grid))
+    if steps is not None:
+        total["emulator__steps"] = steps
     for k in order:
         stats[k] = total[k]
-    return stats, per_instr, classes
+    return stats, per_instr
