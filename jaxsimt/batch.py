@@ -71,8 +71,9 @@ def _unbatch(prog, args: Sequence[Any], in_axes) -> list[tuple]:
     return [tuple(a[i] if ax == 0 else a for a, ax in zip(args, axes)) for i in range(B)]
 
 
-def _stack(items: list[LaunchResult]) -> tuple[dict, dict]:
-    outputs = {k: (None if v is None else np.stack([it.outputs[k] for it in items]))
+def _stack(items: list[LaunchResult], whole: dict) -> tuple[dict, dict]:
+    """Outputs [B, ...] (`whole`: those already stacked) and stats [B] of the items."""
+    outputs = {k: (whole[k] if k in whole else None if v is None else np.stack([it.outputs[k] for it in items]))
                for k, v in items[0].outputs.items()}
     stats = {k: np.asarray([it.stats[k] for it in items]) for k in items[0].stats}
     return outputs, stats
@@ -87,8 +88,10 @@ def launch_batch(kernel, grid, block, args: Sequence[Any], arch: Union[str, Arch
     counters equal `jaxsimt.launch` of item i alone; `emulator__steps` is the batch's step count."""
     prog = _program_of(kernel)
     per_item = _unbatch(prog, args, in_axes)
-    items = run_items(prog, grid, block, [_split_args(prog, a) for a in per_item], per_item, arch, **options)
-    outputs, stats = _stack(items)
+    whole: dict = {}
+    items = run_items(prog, grid, block, [_split_args(prog, a) for a in per_item], per_item, arch, stacked=whole,
+                      **options)
+    outputs, stats = _stack(items, whole)
     return BatchResult(items, outputs, stats)
 
 

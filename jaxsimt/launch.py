@@ -220,11 +220,13 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
               jit: bool = True, counters: bool = True, optimize: Optional[bool] = None,
               ctas: Optional[Sequence[int]] = None, data: bool = True, local_bytes: int = 0,
               devices=None, item_ctas: Optional[Sequence[Sequence[int]]] = None,
-              mode: str = "stack") -> list[LaunchResult]:
+              mode: str = "stack", stacked: Optional[dict] = None) -> list[LaunchResult]:
     """Run one launch per item (`items`: `_split_args` of each item's arguments, `item_args` the
     arguments as given) as ONE run of the machine: the items' blocks side by side on the block axis,
     their arrays side by side in global memory. Returns one LaunchResult per item, as `launch` would.
-    `item_ctas`: the blocks to run, per item (instead of `ctas`, the same for every item)."""
+    `item_ctas`: the blocks to run, per item (instead of `ctas`, the same for every item). `stacked`: a
+    dict to receive, where every item's array of a parameter has one shape, the final arrays stacked
+    [items, ...] (the items' outputs are then views into them)."""
     arch = get_arch(arch)
     grid, block = _dim3(grid, "grid"), _dim3(block, "block")
     check_launch(prog, arch, grid, block, regs)
@@ -270,10 +272,14 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                       arch=arch if counters else None, optimize=bool(optimize), data=bool(data))
 
     gmem = np.zeros(words * 4, np.uint8)
+    periodic = _periodic(prog, items, bases) if data else {}
     if data:
-        for (arrays, _), b_item in zip(items, bases):
-            for p in prog.params:
-                if p.is_pointer:
+        for p in prog.params:
+            if p.index in periodic:  # one strided copy for all items
+                periodic[p.index](gmem)[...] = np.stack([a[p.index] for a, _ in items]).view(np.uint8).reshape(
+                    n_items, -1)
+            elif p.is_pointer:
+                for (arrays, _), b_item in zip(items, bases):
                     b = b_item[p.index]
                     gmem[b:b + arrays[p.index].nbytes] = arrays[p.index].view(np.uint8).reshape(-1)
     scalars = [np.stack([sc[k] for _, sc in items]) for k in range(len(items[0][1]))]
@@ -313,6 +319,13 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     if trace:
         tr = {"block": np.concatenate([t[0] for t in traces]), "mask": np.concatenate([t[1] for t in traces]),
               "sp": np.concatenate([t[2] for t in traces])}
+    whole = {}
+    for p in prog.params:
+        if p.index in periodic:
+            src = items[0][0][p.index]
+            whole[p.index] = periodic[p.index](gm_np).copy().view(src.dtype).reshape((n_items,) + src.shape)
+            if stacked is not None:
+                stacked[p.name] = whole[p.index]
     results, stats_of = [], {}
     for i, ((arrays, _), args) in enumerate(zip(items, item_args)):
         outputs, final_args = {}, []
@@ -320,6 +333,9 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
             if p.is_pointer and not data:
                 outputs[p.name] = None
                 final_args.append(None)
+            elif p.index in whole:
+                outputs[p.name] = whole[p.index][i]
+                final_args.append(outputs[p.name])
             elif p.is_pointer:
                 src = arrays[p.index]
                 b = bases[i][p.index]
@@ -337,6 +353,29 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
         results.append(LaunchResult(prog.name, arch.name, grid, block, outputs, tuple(final_args), dict(stats),
                                     [dict(r) for r in per_instr], tr, m.program, occ))
     return results
+
+
+def _periodic(prog: Program, items, bases) -> dict:
+    """{param index: fn(memory bytes) -> [items, nbytes] strided view} for the array parameters whose
+    items all have one shape and dtype at equally spaced bases (a batch's usual layout), so that
+    copying them in and out is one operation for all items instead of one per item."""
+    out = {}
+    if len(items) < 2:
+        return out
+    b = np.asarray(bases, np.int64)
+    for p in prog.params:
+        if not p.is_pointer:
+            continue
+        first = items[0][0][p.index]
+        if any(a[p.index].shape != first.shape or a[p.index].dtype != first.dtype for a, _ in items):
+            continue
+        step = np.diff(b[:, p.index])
+        if first.nbytes == 0 or not np.all(step == step[0]):
+            continue
+        b0, stride, nb = int(b[0, p.index]), int(step[0]), first.nbytes
+        out[p.index] = (lambda mem, b0=b0, stride=stride, nb=nb:
+                        np.lib.stride_tricks.as_strided(mem[b0:], (len(items), nb), (stride, 1)))
+    return out
 
 
 class _nullcontext:
