@@ -50,6 +50,10 @@ class Timing:
     tensor_issue: float = 2.0  # at least; an mma occupies the tensor pipe flops / (rate per sub-partition)
     lsu_issue: float = 2.0  # shared / global / shuffle instructions into the MIO / LSU queues
     control_issue: float = 1.0
+    # scheduler cycles per issued integer / control instruction: the emulated IR (DSL or PTX) has more of
+    # them than SASS (address arithmetic folded into memory operands, unrolled loop counters), so the
+    # calibration may set this below 1; every other instruction takes one scheduler cycle
+    alu_dispatch_cycles: float = 1.0
     shared_cycles_per_wavefront: float = 1.0  # SM-wide shared-memory data pipe
     l1_sectors_per_cycle: float = 4.0  # SM-wide L1TEX tag / data throughput for global sectors
     mio_queue_cycles: float = 16.0  # shared-memory backlog beyond which shared instructions stall (mio_throttle)

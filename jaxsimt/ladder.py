@@ -67,7 +67,9 @@ def _shared_requests(per_instruction) -> int:
     return sum(r["warp_exec"] for r in per_instruction if r.get("space") == "shared")
 
 
-def analyse(rung: LadderRung, M: int, N: int, K: int, arch: str) -> dict:
+def analyse(rung: LadderRung, M: int, N: int, K: int, arch: str, timing: bool = False) -> dict:
+    """One rung's row: counters, the analytical model and (timing=True) the cycle-level model, whose
+    prediction is then `predicted_ms` (the analytical one stays as `predicted_ms_analytical`)."""
     from jaxsimt import cost
     from jaxsimt.kernels.gemm import fast
 
@@ -89,7 +91,12 @@ def analyse(rung: LadderRung, M: int, N: int, K: int, arch: str) -> dict:
     from jaxsimt.occupancy import occupancy as occ_fn
     occ = occ_fn(arch, int(stats["launch__block_size"]), int(stats["launch__registers_per_thread"]),
                  int(stats["launch__shared_mem_per_block_static"]))
+    cyc = {}
+    if timing:
+        cyc = timing_of(rung, M, N, K, arch, int(stats["active_blocks_per_sm"]))
+        pred = {**pred, "predicted_ms": cyc["predicted_ms"]}
     return {
+        "cycles": cyc.get("cycles"), "timing": cyc,
         "variant": rung.name, "why": rung.why, "size": [M, N, K], "arch": arch,
         "predicted_ms": pred["predicted_ms"], "predicted_ms_analytical": pred["predicted_ms_analytical"],
         "limiter": pred["limiter"], "gflops": flops / (pred["predicted_ms"] * 1e-3) / 1e9,
@@ -101,6 +108,48 @@ def analyse(rung: LadderRung, M: int, N: int, K: int, arch: str) -> dict:
         "block_classes": len(classes), "seconds": time.perf_counter() - t0,
         "stats": stats, "bounds_ms": {k[6:-3]: v for k, v in pred.items() if k.startswith("bound_")},
     }
+
+
+def trace_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int):
+    """The instruction trace of the blocks the busiest SM runs first (two rounds of its resident blocks,
+    or every block of a small grid), for the cycle-level model; returns (Trace, number of blocks)."""
+    import jaxsimt as js
+    from jaxsimt import errors
+    from jaxsimt import timing
+    from jaxsimt import trace as tr
+    from jaxsimt.arch import get_arch
+    from jaxsimt.kernels.gemm import fast
+
+    a = get_arch(arch)
+    grid, block = rung.launch_config(M, N, K)
+    g = tuple(grid) + (1,) * (3 - len(tuple(grid)))
+    n_ctas = int(np.prod(g))
+    ctas = timing.traced_blocks(n_ctas, blocks_per_sm, a.num_sms)
+    steps = 16 * K + 4096
+    while True:
+        try:
+            r = js.launch(rung.kernel(), grid, block, rung.args(M, N, K), arch=arch, ctas=ctas.tolist(), data=False,
+                          trace=True, blocks_per_wave=len(ctas), max_steps=steps)
+            break
+        except errors.StepBudgetExceeded:
+            steps *= 4
+    tile = fast.TILES[rung.name]
+    footprint = (tile.bm * K + K * tile.bn) * tile.ab_bytes + tile.bm * tile.bn * 4
+    dram = tile.ab_bytes * (M * K + K * N) + 4 * M * N
+    t = tr.from_launch(r, footprint_bytes_per_block=footprint, dram_bytes=dram, max_len=timing.MAX_STEPS)
+    t.meta["n_ctas"] = n_ctas
+    return t, n_ctas
+
+
+def timing_of(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, params=None,
+              policy: str = "gto") -> dict:
+    """The cycle-level model's prediction for one rung: cycles, predicted_ms, stall reasons."""
+    from jaxsimt import timing
+
+    t, n_ctas = trace_rung(rung, M, N, K, arch, blocks_per_sm)
+    params = params if params is not None else timing.params_of(arch)
+    work = timing.plan(t, arch, blocks_per_sm, n_ctas)
+    return timing.summarize(work, timing.run(work, params, policy), params, arch)
 
 
 def measured_ms(arch: str, M: int, N: int, K: int) -> dict:
@@ -123,6 +172,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rungs", default="", help="comma-separated subset (default: all)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--plot", default="", help="write a chart of the ladder to this PNG file")
+    ap.add_argument("--analytical-only", action="store_true",
+                    help="skip the cycle-level model (predicted_ms is then the analytical model's)")
     args = ap.parse_args(argv)
     M, N, K = args.size
 
@@ -137,7 +188,7 @@ def main(argv=None) -> int:
         task = progress.add_task(f"emulating the ladder at {M}x{N}x{K}", total=len(todo))
         for r in todo:
             progress.update(task, description=f"{r.name}")
-            rows.append(analyse(r, M, N, K, args.arch))
+            rows.append(analyse(r, M, N, K, args.arch, timing=not args.analytical_only))
             progress.advance(task)
     meas = measured_ms(args.arch, M, N, K)
     for row in rows:
@@ -145,14 +196,16 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(rows, indent=1, default=float))
     else:
-        t = Table(title=f"GEMM ladder, {M}x{N}x{K} f32 on {args.arch} (predicted by the analytical model)")
-        for c in ("variant", "pred. ms", "GFLOP/s", "measured ms", "limiter", "sect/req", "wavef/req",
+        model = "the analytical model" if args.analytical_only else "the cycle-level model"
+        t = Table(title=f"GEMM ladder, {M}x{N}x{K} f32 on {args.arch} (predicted by {model})")
+        for c in ("variant", "pred. ms", "analyt. ms", "GFLOP/s", "measured ms", "top stall", "limiter", "sect/req", "wavef/req",
                   "occupancy", "SIMD eff", "FLOP/B(L2)", "warp inst"):
             t.add_column(c, justify="left" if c in ("variant", "limiter") else "right")
         for row in rows:
             m = row["measured_ms"]
-            t.add_row(row["variant"], f"{row['predicted_ms']:.3f}", f"{row['gflops']:,.0f}",
-                      "" if m is None else f"{m:.3f}", row["limiter"], f"{row['sectors_per_request']:.2f}",
+            t.add_row(row["variant"], f"{row['predicted_ms']:.3f}", f"{row['predicted_ms_analytical']:.3f}",
+                      f"{row['gflops']:,.0f}", "" if m is None else f"{m:.3f}", _top_stall(row["timing"]),
+                      row["limiter"], f"{row['sectors_per_request']:.2f}",
                       f"{row['shared_wavefronts_per_request']:.2f}",
                       f"{row['occupancy']:.2f} ({row['occupancy_limiter']})", f"{row['simd_efficiency']:.3f}",
                       f"{row['arithmetic_intensity']:.2f}", f"{row['stats']['smsp__inst_executed.sum']:,}")
@@ -162,6 +215,16 @@ def main(argv=None) -> int:
     if args.plot:
         _plot(rows, args.plot, M, N, K, args.arch)
     return 0
+
+
+def _top_stall(st: dict) -> str:
+    """The stall reason with the most warp-cycles per issued instruction (Nsight Compute's name)."""
+    per = {k[6:-10]: v for k, v in st.items() if k.startswith("stall_") and k.endswith("_per_issue")
+           and k != "stall_selected_per_issue"}
+    if not per:
+        return ""
+    k = max(per, key=per.get)
+    return f"{k} {per[k]:.1f}"
 
 
 def _plot(rows, path: str, M, N, K, arch) -> None:

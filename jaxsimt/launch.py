@@ -210,7 +210,7 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
                     devices=devices, mode=mode)[0]
     if timing:
         from jaxsimt import timing as timing_model
-        res.timing = timing_model.attach(res, kernel, args, regs=regs, local_bytes=local_bytes)
+        res.timing = timing_model.attach(res, kernel, args, regs=regs, local_bytes=local_bytes, mode=mode)
     return res
 
 

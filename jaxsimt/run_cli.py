@@ -94,7 +94,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("stack", "its"), default="stack",
                    help="execution mode: stack (reconvergence stack, the default) or its (Independent Thread "
                         "Scheduling, Volta and later; docs/its.md)")
+    p.add_argument("--no-timing", action="store_true",
+                   help="skip the cycle-level timing model (cycles, predicted_ms, stall reasons)")
     return p
+
+
+def _has_timing(arch: str) -> bool:
+    from jaxsimt.arch import get_arch
+
+    try:
+        return get_arch(arch).timing is not None
+    except ValueError:
+        return False
 
 
 def main(argv=None) -> int:
@@ -110,7 +121,7 @@ def main(argv=None) -> int:
     try:
         args = [parse_arg(s, rng) for s in a.arg]
         res = ptx.launch(a.file, a.kernel, a.grid, a.block, args, arch=a.arch.lower(), dynamic_smem=a.dynamic_smem,
-                         regs=a.regs, mode=a.mode)
+                         regs=a.regs, mode=a.mode, timing=not a.no_timing and _has_timing(a.arch))
     except (ArgSpecError, PtxError, TypeError, OSError, LaunchConfigError) as e:
         print(f"jaxsimt run: {e}", file=sys.stderr)
         return 2

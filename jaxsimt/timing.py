@@ -52,6 +52,7 @@ _KIND = np.array([WAIT, WAIT, SHORT, WAIT, SHORT, LONG, WAIT, WAIT, SHORT], np.i
 _THROTTLE = np.array([MATH, MATH, MATH, MATH, MIO, LG, MATH, MATH, MIO], np.int32)
 _INF = jnp.float32(3e38)
 CHECKPOINT = True
+MAX_STEPS = 8192  # replay window: longer queues are extrapolated from its second half
 
 
 def params_of(arch: "Arch | str") -> dict:
@@ -213,7 +214,8 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
             jnp.where(upd, complete, c["reg_t"][sel, jnp.maximum(ds, 0)]), mode="drop")
         reg_k = c["reg_k"].at[sel, jnp.where(ds >= 0, ds, NR)].set(kind_t[csel], mode="drop")
         pipe = c["pipe"].at[s, csel].set(jnp.where(upd, T + interval, c["pipe"][s, csel]))
-        t_sched = c["t_sched"].at[s].set(jnp.where(upd, T + 1.0, c["t_sched"][s]))
+        slot = jnp.where((csel == tr.ALU) | (csel == tr.CONTROL), p["alu_dispatch_cycles"], 1.0)
+        t_sched = c["t_sched"].at[s].set(jnp.where(upd, T + slot, c["t_sched"][s]))
         last = c["last"].at[s].set(jnp.where(upd, sel, c["last"][s]))
         is_ctl = csel == tr.CONTROL
         wfree = c["wfree"].at[sel].set(jnp.where(upd, T + jnp.where(is_ctl, p["branch_latency"], 1.0), x1[sel]))
@@ -285,12 +287,14 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
             "stall": c["stall"], "warp_cycles": occ, "timeline": ys}
 
 
-@functools.partial(jax.jit, static_argnames=("shape", "n_regs"))
-def replay(params: dict, k: Kernel, queues, n_queue, share, total, policy, shape: Shape, n_regs: int):
+def replay_sms(params: dict, k: Kernel, queues, n_queue, share, total, policy, shape: Shape, n_regs: int):
     """Replay every simulated SM (vmapped over the leading axis of queues [M, Q], n_queue / share / total
     [M]); policy: 0 loose round-robin, 1 greedy-then-oldest. Returns _replay_sm's dict with a leading M."""
     f = lambda q, n, sh, to: _replay_sm(params, k, q, n, sh, to, policy, shape, n_regs)  # noqa: E731
     return jax.vmap(f)(queues, n_queue, share, total)
+
+
+replay = jax.jit(replay_sms, static_argnames=("shape", "n_regs"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,7 +322,7 @@ def _pow2(n: int) -> int:
 
 
 def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optional[int] = None,
-         max_steps: int = 16384, inner: int = 256, steps: Optional[int] = None) -> Work:
+         max_steps: int = MAX_STEPS, inner: int = 256, steps: Optional[int] = None) -> Work:
     """Distribute the grid's blocks over the SMs (block i to SM i mod num_sms, as the hardware's first
     dispatch round does) and pick the SMs to replay: every SM with distinct work when each block was
     traced, else the busiest SM with the traced blocks repeated cyclically."""
@@ -342,7 +346,7 @@ def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optio
             seen.add(key)
             uniq.append(q)
             sms.append(sm)
-    Q = _pow2(max(8, max(len(q) for q in uniq)))
+    Q = _pow2(max(1024, max(len(q) for q in uniq)))  # one compiled shape for most grids
     M = _pow2(len(uniq))  # padding SMs have an empty queue
     qa = np.full((M, Q), -1, np.int32)
     n_queue = np.zeros(M, np.int32)
@@ -355,12 +359,21 @@ def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optio
     S = int(steps or min(_pow2(int(total.max())), max_steps))
     inner_ = min(inner, S)
     S = max(S, inner_)
-    shape = Shape(arch.max_warps_per_sm, arch.max_blocks_per_sm, arch.warp_schedulers_per_sm, S, inner_)
+    # warp and block slots: what the resident blocks need (fewer slots, a cheaper replay step)
+    resident = min(blocks_per_sm, int(n_queue.max()))
+    ws = max(_pow2(resident * t.warps_per_block), arch.warp_schedulers_per_sm)
+    shape = Shape(ws, _pow2(resident), arch.warp_schedulers_per_sm, S, inner_)
     if blocks_per_sm * t.warps_per_block > arch.max_warps_per_sm or blocks_per_sm < 1:
         raise ValueError(f"kernel {t.program.name}: {blocks_per_sm} resident blocks of {t.warps_per_block} warps do "
                          f"not fit the {arch.max_warps_per_sm} warp slots of an {arch.name} SM")
-    return Work(kernel_arrays(t, blocks_per_sm), qa, n_queue, np.full(M, 1.0 / n_sm_used, np.float32), total, shape, _pow2(max(t.n_regs, 32)), np.asarray(sms),
+    return Work(kernel_arrays(t, resident), qa, n_queue, np.full(M, 1.0 / n_sm_used, np.float32), total, shape, _pow2(max(t.n_regs, 32)), np.asarray(sms),
                 blocks_per_sm)
+
+
+def with_window(work: Work, max_steps: int) -> Work:
+    """The same work replayed over at most `max_steps` steps (longer queues are extrapolated)."""
+    S = min(work.shape.steps, max_steps)
+    return dataclasses.replace(work, shape=dataclasses.replace(work.shape, steps=S, inner=min(work.shape.inner, S)))
 
 
 def run(work: Work, params: dict, policy: str = "gto") -> dict:
@@ -401,7 +414,7 @@ def summarize(work: Work, out: dict, params: dict, arch: "Arch | str") -> dict:
 
 
 def predict(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, params: Optional[dict] = None,
-            policy: str = "gto", grid_blocks: Optional[int] = None, max_steps: int = 16384,
+            policy: str = "gto", grid_blocks: Optional[int] = None, max_steps: int = MAX_STEPS,
             steps: Optional[int] = None):
     """Plan, replay and summarize one traced kernel: (stats, work, raw per-SM output)."""
     params = params if params is not None else params_of(arch)
@@ -427,7 +440,8 @@ def traced_blocks(n_ctas: int, blocks_per_sm: int, num_sms: int, limit: int = MA
 
 
 def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, regs=None, local_bytes: int = 0,
-               params: Optional[dict] = None, policy: str = "gto", max_steps: int = 16384,
+               mode: str = "stack",
+               params: Optional[dict] = None, policy: str = "gto", max_steps: int = MAX_STEPS,
                footprint_bytes_per_block=None, dram_bytes=None):
     """Trace a representative set of the launch's blocks (one more functional run, counters on) and replay
     them. Returns (stats: cycles, predicted_ms, achieved occupancy, stall_*; the Trace; the Work; the
@@ -439,7 +453,7 @@ def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, re
     R = max(int(stats["active_blocks_per_sm"]), 1)
     ctas = traced_blocks(n_ctas, R, arch.num_sms)
     r = launch(kernel, grid, block, args, arch, regs=regs, trace=True, ctas=ctas.tolist(),
-               blocks_per_wave=len(ctas), local_bytes=local_bytes)
+               blocks_per_wave=len(ctas), local_bytes=local_bytes, **({"mode": mode} if mode != "stack" else {}))
     t = tr.from_launch(r, footprint_bytes_per_block, dram_bytes)
     t.meta["n_ctas"] = n_ctas
     params = params if params is not None else params_of(arch)
@@ -468,3 +482,49 @@ def attach(result, kernel, args, *, regs=None, local_bytes: int = 0, **kw) -> di
     result.stats.update(analytical_stats(result, arch))
     result.stats.update(st)
     return {"trace": t, "work": work, "output": out, "params": params}
+
+
+# ---------------------------------------------------------------------------------------------
+# The issue timeline, drawn
+# ---------------------------------------------------------------------------------------------
+
+STALL_COLOURS = {"not_selected": "#c7c7c7", "wait": "#9ecae1", "short_scoreboard": "#6baed6",
+                 "long_scoreboard": "#e6550d", "barrier": "#756bb1", "branch_resolving": "#fdd0a2",
+                 "math_pipe_throttle": "#31a354", "mio_throttle": "#e7ba52", "lg_throttle": "#ad494a",
+                 "no_instruction": "#f0f0f0"}
+
+
+def plot_timeline(out: dict, path: str, sm: int = 0, max_issues: int = 4000, title: str = "") -> None:
+    """Draw one simulated SM's issue timeline to a PNG: one row per warp slot (grouped by scheduler), a
+    black tick per issued instruction, and the wait before each issue coloured by its stall reason."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    time_, slot, sched, pc, _, reason, start = (np.asarray(y[sm]) for y in out["timeline"])
+    ok = np.flatnonzero(pc >= 0)[:max_issues]
+    if ok.size == 0:
+        raise ValueError("the timeline has no issued instruction")
+    nsch = int(sched[ok].max()) + 1
+    rows = sorted(set(slot[ok].tolist()), key=lambda w: (w % nsch, w))
+    y_of = {w: i for i, w in enumerate(rows)}
+    fig, ax = plt.subplots(figsize=(12, 0.25 * len(rows) + 1.5))
+    for r, name in enumerate(REASONS):
+        if name not in STALL_COLOURS:
+            continue
+        sel = ok[reason[ok] == r]
+        if sel.size:
+            ax.barh([y_of[w] for w in slot[sel]], time_[sel] - start[sel], left=start[sel], height=0.8,
+                    color=STALL_COLOURS[name], linewidth=0)
+    ax.scatter(time_[ok], [y_of[w] for w in slot[ok]], marker="|", s=30, c="black", linewidths=0.8)
+    ax.set_yticks(range(len(rows)), [f"warp {w} (sched {w % nsch})" for w in rows], fontsize=6)
+    ax.invert_yaxis()
+    ax.set_xlabel("cycle")
+    ax.set_title(title or "issue timeline (ticks: issues; bars: the wait before each, by stall reason)")
+    ax.legend(handles=[Patch(color=c, label=n) for n, c in STALL_COLOURS.items()], fontsize=7, ncol=5,
+              loc="upper center", bbox_to_anchor=(0.5, -0.12 if len(rows) > 8 else -0.3))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -26,7 +26,7 @@ N_CLASSES = len(CLASS_NAMES)
 
 _SFU_OPS = frozenset("sqrt rsqrt rcp ex2 lg2 sin cos".split())
 _FP_OPS = frozenset("add sub mul mad fma min max neg abs div".split())
-ND, NS = 8, 12  # register slots per instruction (vector loads write 4, tensor.mma writes up to 8)
+ND, NS = 8, 24  # register slots per instruction (vector loads write 4; a WMMA mma writes 8 and reads 24)
 
 
 def timing_class(ins: Instr) -> int:

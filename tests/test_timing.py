@@ -161,3 +161,17 @@ def test_traces_follow_the_executed_blocks():
     n_fma = [int(np.sum(t.cls[t.pcs[w][t.pcs[w] >= 0]] == tr.FP32)) for w in range(2)]
     assert n_fma == [3, 0]  # warp 0 ran the guarded FMAs, warp 1 did not
     assert t.length.sum() == r.stats["smsp__inst_executed.sum"]
+
+
+def test_launch_with_timing_reports_cycles_stalls_and_a_timeline_plot(tmp_path):
+    r = js.launch(barrier, 1, 64, (np.zeros(64, np.float32), np.float32(0.5)), arch=ARCH, timing=True)
+    s = r.stats
+    assert s["cycles"] > 0
+    assert s["predicted_ms"] == pytest.approx(s["cycles"] / (ARCH.timing.clock_ghz * 1e6)
+                                              + ARCH.timing.launch_overhead_us * 1e-3)
+    assert s["predicted_ms_analytical"] > 0
+    assert s["stall_barrier"] > 0 and s["stall_selected"] == s["smsp__inst_executed.sum"]
+    assert 0 < s["timing__achieved_occupancy"] <= 2 / ARCH.max_warps_per_sm
+    path = tmp_path / "timeline.png"
+    tm.plot_timeline(r.timing["output"], str(path))
+    assert path.stat().st_size > 1000

@@ -1,0 +1,151 @@
+"""Benchmark of the cycle-level timing model: accuracy against the H200 and replay throughput.
+
+Accuracy: every profiled micro-kernel and the GEMM ladder at 256^3 (ncu: busiest-SM active cycles and
+kernel time) and at 1024^3 / 2048^3 / 4096^3 (CUDA-event medians), predicted with the architecture's
+timing parameters (`jaxsimt.arch.H200.timing`, fitted by `--calibrate` on the training split of
+`jaxsimt.calibrate`), reported as MAPE per split and family and, over the ladder, Spearman's rank
+correlation of predicted vs measured times per size. Throughput: warp instructions replayed per second
+(steady state, median of repeats, compile time apart), on the default JAX device.
+
+    PYTHONPATH=$PWD python benchmarks/bench_timing.py [--calibrate] [--cache samples.pkl] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import platform
+import sys
+import time
+
+import jax
+import numpy as np
+
+from jaxsimt import calibrate, timing
+
+
+def samples(cache: str, quick: bool):
+    if cache and os.path.exists(cache):
+        with open(cache, "rb") as f:
+            s = pickle.load(f)
+        for x in s:  # the current split and replay window
+            x.split = calibrate._split(x.family, x.size)
+            x.work = timing.with_window(x.work, timing.MAX_STEPS)
+        return s
+    t0 = time.perf_counter()
+    names = None
+    if quick:
+        names = {"smem_stride_s1", "smem_stride_s2", "smem_reduce_interleaved", "glob_ld_stride1", "glob_st_stride32",
+                 "div_nested"}
+    s = calibrate.micro_samples(names=names)
+    sizes = (256, 1024) if quick else calibrate.LADDER_TRAIN_SIZES + calibrate.LADDER_HELD_OUT_SIZES
+    s += calibrate.ladder_samples(sizes)
+    print(f"traced {len(s)} samples in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    if cache:
+        with open(cache, "wb") as f:
+            pickle.dump(s, f)
+    return s
+
+
+def accuracy(rows) -> dict:
+    out = {}
+    for split in ("train", "held_out"):
+        sub = [r for r in rows if r["split"] == split]
+        out[split] = {"n": len(sub), "mape_ms": calibrate.mape(sub), "mape_cycles": calibrate.mape(sub, "cycles_error")}
+        for fam in sorted({r["family"] for r in sub}):
+            f = [r for r in sub if r["family"] == fam]
+            out[split][fam] = {"n": len(f), "mape_ms": calibrate.mape(f), "mape_cycles": calibrate.mape(f, "cycles_error")}
+    lad = [r for r in rows if r["family"] == "ladder"]
+    out["ladder"] = {"mape_ms": calibrate.mape(lad)}
+    for n in sorted({r["size"] for r in lad}):
+        f = [r for r in lad if r["size"] == n]
+        meas = [r["measured_ms"] for r in f]
+        pred = [r["predicted_ms"] for r in f]
+        out["ladder"][str(n)] = {
+            "mape_ms": calibrate.mape(f), "spearman": calibrate.spearman(pred, meas),
+            "order_right": [r["name"] for r in sorted(f, key=lambda r: r["predicted_ms"])]
+            == [r["name"] for r in sorted(f, key=lambda r: r["measured_ms"])],
+            "rungs": {r["name"]: {"measured_ms": r["measured_ms"], "predicted_ms": r["predicted_ms"]} for r in f}}
+    return out
+
+
+def throughput(s_all, params, repeats: int = 5) -> dict:
+    """Warp instructions replayed per second on the largest ladder replay (steady state) and its compile time."""
+    lad = [s for s in s_all if s.family == "ladder"] or s_all
+    s = max(lad, key=lambda s: s.work.shape.steps * s.work.queues.shape[0])
+    w = s.work
+    args = (params, w.kernel, jax.numpy.asarray(w.queues), jax.numpy.asarray(w.n_queue), jax.numpy.asarray(w.share),
+            jax.numpy.asarray(w.total), jax.numpy.int32(1))
+    t0 = time.perf_counter()
+    compiled = timing.replay.lower(*args, shape=w.shape, n_regs=w.n_regs).compile()
+    compile_s = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = compiled(*args)
+        jax.block_until_ready(out)
+        times.append(time.perf_counter() - t0)
+    issued = int(np.asarray(out["issued"]).sum())
+    med = float(np.median(times))
+    return {"sample": f"{s.name}@{s.size}", "steps": w.shape.steps, "warp_slots": w.shape.warp_slots,
+            "sms": int(w.queues.shape[0]), "warp_instructions": issued, "median_s": med,
+            "warp_instructions_per_s": issued / med, "compile_s": compile_s, "device": str(jax.devices()[0])}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calibrate", action="store_true", help="fit the parameters on the training split first")
+    ap.add_argument("--steps", type=int, default=40, help="Adam steps of the calibration")
+    ap.add_argument("--cache", default="", help="pickle of the traced samples (reused when present)")
+    ap.add_argument("--quick", action="store_true", help="a few kernels only (smoke test)")
+    ap.add_argument("--throughput-only", action="store_true")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--sample", default="", metavar="RUNG@SIZE",
+                    help="throughput only: trace just this ladder rung (e.g. naive_coalesced@1024)")
+    a = ap.parse_args(argv)
+    if a.sample:
+        rung, size = a.sample.split("@")
+        s = calibrate.ladder_samples((int(size),), rungs={rung})
+        a.throughput_only = True
+    else:
+        s = samples(a.cache, a.quick)
+    params = timing.params_of("h200")
+    result = {"platform": platform.platform(), "jax": jax.__version__, "device": str(jax.devices()[0])}
+    if not a.throughput_only:
+        if a.calibrate:
+            params, hist = calibrate.fit(s, steps=a.steps, log=lambda m: print(m, file=sys.stderr))
+            result["calibration"] = {"history": hist, "fitted": {k: float(v) for k, v in params.items()},
+                                     "timing_literal": calibrate.timing_literal(params)}
+            print(calibrate.timing_literal(params), file=sys.stderr)
+        rows = calibrate.evaluate(s, params)
+        result["accuracy"] = accuracy(rows)
+        result["rows"] = rows
+        acc = result["accuracy"]
+        print(f"{'split':<10} {'family':<18} {'n':>4} {'MAPE ms':>9} {'MAPE cycles':>12}")
+        for split in ("train", "held_out"):
+            for fam, v in acc[split].items():
+                if isinstance(v, dict):
+                    print(f"{split:<10} {fam:<18} {v['n']:>4} {v['mape_ms']:>8.1f}% {v['mape_cycles']:>11.1f}%")
+            print(f"{split:<10} {'all':<18} {acc[split]['n']:>4} {acc[split]['mape_ms']:>8.1f}% "
+                  f"{acc[split]['mape_cycles']:>11.1f}%")
+        for n, v in acc["ladder"].items():
+            if isinstance(v, dict):
+                print(f"ladder {n}: MAPE {v['mape_ms']:.1f}%  Spearman {v['spearman']:.3f}  order right: "
+                      f"{v['order_right']}")
+                for name, r in v["rungs"].items():
+                    print(f"    {name:<18} measured {r['measured_ms']:9.4f} ms  predicted {r['predicted_ms']:9.4f} ms")
+    result["throughput"] = throughput(s, params)
+    tp = result["throughput"]
+    print(f"replay: {tp['warp_instructions_per_s']:.3g} warp instructions/s ({tp['sample']}, {tp['sms']} SM(s), "
+          f"{tp['steps']} steps, median {tp['median_s']:.3f} s; compile {tp['compile_s']:.1f} s) on {tp['device']}")
+    kind = "gpu" if jax.devices()[0].platform == "gpu" else "cpu"
+    path = a.out or os.path.join(os.path.dirname(__file__), "results", f"timing_{kind}.json")
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1, default=float)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

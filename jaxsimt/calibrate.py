@@ -1,0 +1,270 @@
+"""Calibration of the cycle-level model's parameters against the committed H200 measurements (optax).
+
+Samples: every profiled micro-kernel (`jaxsimt/data/h200/ncu_metrics.csv`: the busiest SM's active cycles
+`sm__cycles_active.max` and the kernel time `gpu__time_duration.sum`), the GEMM ladder at 256^3 (same
+metrics) and the ladder at 1024^3, 2048^3 and 4096^3 (`timings.json`: median of CUDA-event timings).
+
+Split (held out by kernel family and by size, never by chance):
+* train: the micro_shared and micro_divergence families and the ladder at 256^3 (ncu);
+* held out: the whole micro_global family, and the ladder at 1024^3, 2048^3 and 4096^3 (CUDA events).
+
+The fit minimises the mean squared log error of the predicted busiest-SM cycles over the training
+samples (plus, with a smaller weight, of their kernel times, which fixes the launch overhead), in log space around the architecture's starting values
+with an L2 pull toward them (parameters move only as far as the data asks), with Adam. Gradients come
+from `jax.grad` through the replay.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsimt import timing
+from jaxsimt import trace as tr
+from jaxsimt.arch import get_arch
+
+TRAIN_FAMILIES = ("micro_shared", "micro_divergence")
+HELD_OUT_FAMILIES = ("micro_global",)
+LADDER_TRAIN_SIZES = (256,)
+LADDER_HELD_OUT_SIZES = (1024, 2048, 4096)
+# parameters the fit moves (the clock and the structural rates of the analytical model stay)
+FIT = ("alu_latency", "fma_latency", "sfu_latency", "tensor_latency", "shared_latency", "l1_latency", "l2_latency",
+       "dram_latency", "branch_latency", "barrier_latency", "alu_issue", "fp32_issue", "sfu_issue", "tensor_issue",
+       "lsu_issue", "control_issue", "alu_dispatch_cycles", "shared_cycles_per_wavefront", "l1_sectors_per_cycle",
+       "mio_queue_cycles", "lsu_queue_cycles", "block_launch_cycles", "launch_overhead_us", "l2_bytes_per_cycle",
+       "dram_gbytes_per_s", "tensor_flops_per_cycle_per_sm")
+
+
+@dataclass
+class Sample:
+    """One measured launch: its replay and what the H200 measured."""
+
+    name: str
+    family: str  # micro_shared | micro_global | micro_divergence | ladder
+    size: int  # GEMM size (0 for micro-kernels)
+    split: str  # train | held_out
+    work: timing.Work
+    cycles: Optional[float]  # measured busiest-SM active cycles (ncu), None where not measured
+    ms: float  # measured kernel time
+
+
+def _split(family: str, size: int) -> str:
+    if family == "ladder":
+        return "train" if size in LADDER_TRAIN_SIZES else "held_out"
+    return "train" if family in TRAIN_FAMILIES else "held_out"
+
+
+def micro_samples(arch: str = "h200", names=None, max_steps: int = timing.MAX_STEPS) -> list[Sample]:
+    """The profiled micro-kernels, each traced (every block) with the registers ptxas gave it."""
+    import jaxsimt as js
+    from jaxsimt import fixtures
+    from jaxsimt.kernels.micro import REGISTRY
+
+    hw_all = fixtures.ncu_metrics(arch)
+    out = []
+    for name, m in REGISTRY.items():
+        if name not in hw_all or (names is not None and name not in names):
+            continue
+        hw = hw_all[name]
+        r = js.launch(m.factory(), m.grid, m.block, m.args(), arch=arch, regs=int(hw["launch__registers_per_thread"]),
+                      trace=True, max_steps=200_000)
+        t = tr.from_launch(r)
+        work = timing.plan(t, arch, int(r.stats["active_blocks_per_sm"]), max_steps=max_steps)
+        out.append(Sample(name, m.program, 0, _split(m.program, 0), work, float(hw["sm__cycles_active.max"]),
+                          float(hw["gpu__time_duration.sum"]) * 1e-6))
+    return out
+
+
+def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str = "h200", rungs=None,
+                   max_steps: int = timing.MAX_STEPS) -> list[Sample]:
+    """The GEMM ladder's rungs at `sizes` (256: ncu cycles and time; larger: CUDA-event times)."""
+    from jaxsimt import fixtures, ladder
+
+    hw = fixtures.ncu_metrics(arch)
+    meas = fixtures.timings(arch)
+    out = []
+    for rung in ladder.rungs():
+        if rungs is not None and rung.name not in rungs:
+            continue
+        for n in sizes:
+            if n == 256:
+                if rung.name not in hw:
+                    continue
+                cycles, ms = float(hw[rung.name]["sm__cycles_active.max"]), float(hw[rung.name]["gpu__time_duration.sum"]) * 1e-6
+            else:
+                rec = meas.get((rung.name, n))
+                if rec is None or rec.get("median_ms") is None:
+                    continue
+                cycles, ms = None, float(rec["median_ms"])
+            a = ladder.analyse(rung, n, n, n, arch)
+            R = int(a["stats"]["active_blocks_per_sm"])
+            t, n_ctas = ladder.trace_rung(rung, n, n, n, arch, R)
+            work = timing.plan(t, arch, R, n_ctas, max_steps=max_steps)
+            out.append(Sample(rung.name, "ladder", n, _split("ladder", n), work, cycles, ms))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Batched replay: samples of one compiled shape stacked on a leading axis
+# ---------------------------------------------------------------------------------------------
+
+
+def _pad_to(a, shape, value):
+    a = np.asarray(a)
+    return np.pad(a, [(0, s - d) for s, d in zip(shape, a.shape)], constant_values=value)
+
+
+_PAD = {"pcs": -1, "dst": -1, "src": -1, "cls": tr.ALU}
+
+
+@dataclass
+class Group:
+    shape: timing.Shape
+    n_regs: int
+    kernels: dict  # stacked kernel arrays [B, ...]
+    queues: jnp.ndarray  # [B, M, Q]
+    n_queue: jnp.ndarray
+    share: jnp.ndarray
+    total: jnp.ndarray
+    index: list  # sample positions
+
+
+def groups(samples: list[Sample]) -> list[Group]:
+    """Stack samples into groups of one replay shape (warp/block slots, schedulers, steps), padding the
+    per-kernel arrays, queues and simulated SMs to the group's largest."""
+    by = {}
+    for i, s in enumerate(samples):
+        w = s.work
+        key = (w.shape.block_slots <= 8, w.shape.steps <= 1024)
+        by.setdefault(key, []).append(i)
+    out = []
+    for idx in by.values():
+        ws = [samples[i].work for i in idx]
+        shape = timing.Shape(max(w.shape.warp_slots for w in ws), max(w.shape.block_slots for w in ws),
+                             ws[0].shape.schedulers, max(w.shape.steps for w in ws), max(w.shape.inner for w in ws))
+        n_regs = max(w.n_regs for w in ws)
+        kern = {}
+        for k in ws[0].kernel:
+            arrs = [np.asarray(w.kernel[k]) for w in ws]
+            shp = tuple(max(a.shape[d] for a in arrs) for d in range(arrs[0].ndim))
+            kern[k] = jnp.asarray(np.stack([_pad_to(a, shp, _PAD.get(k, 0)) for a in arrs]))
+        M = max(w.queues.shape[0] for w in ws)
+        Q = max(w.queues.shape[1] for w in ws)
+        out.append(Group(shape, n_regs, kern,
+                         jnp.asarray(np.stack([_pad_to(w.queues, (M, Q), -1) for w in ws])),
+                         jnp.asarray(np.stack([_pad_to(w.n_queue, (M,), 0) for w in ws])),
+                         jnp.asarray(np.stack([_pad_to(w.share, (M,), 1.0) for w in ws])),
+                         jnp.asarray(np.stack([_pad_to(w.total, (M,), 0.0) for w in ws])), idx))
+    return out
+
+
+def _group_cycles(params, g: Group, policy: int):
+    f = lambda k, q, n, sh, to: jnp.max(timing.replay_sms(params, k, q, n, sh, to, policy, g.shape, g.n_regs)["cycles"])  # noqa: E731
+    return jax.vmap(f)(g.kernels, g.queues, g.n_queue, g.share, g.total)
+
+
+def predict_cycles(params: dict, gs: list[Group], n: int, policy: str = "gto") -> jnp.ndarray:
+    """Predicted cycles of every sample [n] (a differentiable function of params)."""
+    pol = jnp.int32(timing.POLICIES.index(policy))
+    out = jnp.zeros(n, jnp.float32)
+    for g in gs:
+        out = out.at[jnp.asarray(g.index)].set(_group_cycles(params, g, pol))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The fit
+# ---------------------------------------------------------------------------------------------
+
+
+def _targets(samples: list[Sample]):
+    """(use cycles? [n], measured value [n]) — cycles where ncu measured them, else ms."""
+    use_c = np.asarray([s.cycles is not None for s in samples])
+    val = np.asarray([s.cycles if s.cycles is not None else s.ms for s in samples], np.float64)
+    return use_c, val
+
+
+def log_errors(params: dict, gs, samples: list[Sample]):
+    cyc = predict_cycles(params, gs, len(samples))
+    use_c, val = _targets(samples)
+    pred = jnp.where(jnp.asarray(use_c), cyc, timing.predicted_ms(cyc, params))
+    return jnp.log(pred / jnp.asarray(val, jnp.float32))
+
+
+def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 0.08, prior: float = 0.02,
+        log=print):
+    """Fit FIT (log scale, Adam) on the training samples. Returns (params, history of (step, loss, s))."""
+    import optax
+
+    train = [s for s in samples if s.split == "train"]
+    gs = groups(train)
+    base = timing.params_of(arch)
+    theta = {k: jnp.float32(0.0) for k in FIT}
+
+    # the micro-kernels' times also fix the launch overhead: time - busiest SM's cycles at the clock
+    ms_rows = [s for s in train if s.cycles is not None]
+    ms_meas = jnp.asarray([s.ms for s in ms_rows], jnp.float32)
+    ms_idx = jnp.asarray([train.index(s) for s in ms_rows])
+
+    def params_of(th):
+        return {**base, **{k: base[k] * jnp.exp(th[k]) for k in FIT}}
+
+    def loss(th):
+        p = params_of(th)
+        cyc = predict_cycles(p, gs, len(train))
+        use_c, val = _targets(train)
+        pred = jnp.where(jnp.asarray(use_c), cyc, timing.predicted_ms(cyc, p))
+        err = jnp.log(pred / jnp.asarray(val, jnp.float32))
+        err_ms = jnp.log(timing.predicted_ms(cyc[ms_idx], p) / ms_meas)
+        return (jnp.mean(err ** 2) + 0.25 * jnp.mean(err_ms ** 2)
+                + prior * sum(v ** 2 for v in th.values()) / len(th))
+
+    vg = jax.jit(jax.value_and_grad(loss))
+    opt = optax.adam(lr)
+    state = opt.init(theta)
+    hist = []
+    t0 = time.perf_counter()
+    for i in range(steps):
+        val, g = vg(theta)
+        upd, state = opt.update(g, state)
+        theta = optax.apply_updates(theta, upd)
+        hist.append((i, float(val), time.perf_counter() - t0))
+        log(f"step {i:3d}  loss {float(val):.4f}  ({time.perf_counter() - t0:.0f} s)")
+    return {k: v for k, v in params_of(theta).items()}, hist
+
+
+def evaluate(samples: list[Sample], params: dict) -> list[dict]:
+    """Per sample: measured and predicted cycles / ms and the relative error of the time."""
+    gs = groups(samples)
+    cyc = np.asarray(jax.jit(lambda p: predict_cycles(p, gs, len(samples)))(params), np.float64)
+    rows = []
+    for s, c in zip(samples, cyc):
+        ms = float(timing.predicted_ms(c, params))
+        rows.append({"name": s.name, "family": s.family, "size": s.size, "split": s.split,
+                     "measured_cycles": s.cycles, "predicted_cycles": float(c), "measured_ms": s.ms,
+                     "predicted_ms": ms,
+                     "cycles_error": None if s.cycles is None else (float(c) - s.cycles) / s.cycles,
+                     "ms_error": (ms - s.ms) / s.ms})
+    return rows
+
+
+def mape(rows, key: str = "ms_error") -> float:
+    v = [abs(r[key]) for r in rows if r[key] is not None]
+    return 100.0 * float(np.mean(v)) if v else float("nan")
+
+
+def spearman(x, y) -> float:
+    """Spearman's rank correlation (no ties expected)."""
+    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def timing_literal(params: dict, arch: str = "h200") -> str:
+    """The fitted parameters as the keyword arguments of an `arch.Timing(...)` (to paste into arch.py)."""
+    base = dataclasses.asdict(get_arch(arch).timing)
+    return ",\n".join(f"    {k}={float(params[k]):.6g}" for k in base)
