@@ -346,3 +346,37 @@ def stuck_report(m: Machine, geo, grid, wave: int, where, cta_table) -> str:
         cause = ("likely cause: a loop whose exit condition never holds (a runaway loop, or waiting for something "
                  "no thread will do); raise max_steps= if the kernel is just long")
     return f"{msg}. {cause}"
+
+
+def deadlock_report(m: Machine, geo, grid, wave: int, where, cta_table) -> str:
+    """The tail of an ITS deadlock error: for each stuck warp, which lanes wait where (at a warp-synchronous
+    block for missing member lanes, or at bar.sync for the rest of the thread block)."""
+    import numpy as np
+
+    if where is None or not isinstance(m, ItsMachine):
+        return ""
+    pcs = np.asarray(where[0])
+    if pcs.ndim != 2:
+        return ""
+    wpb, cpw = geo.warps_per_block, geo.ctas_per_wave
+    n_ctas = grid[0] * grid[1] * grid[2]
+    gx, gy, _ = grid
+    parts = []
+    for w in np.nonzero((pcs >= 0).any(axis=1))[0][:4]:
+        item, cta = divmod(int(cta_table[wave * cpw + int(w) // wpb]), n_ctas)
+        blk = (cta % gx, (cta // gx) % gy, cta // (gx * gy))
+        bits = lambda sel: int(sum(1 << int(k) for k in np.nonzero(sel)[0]))  # noqa: E731
+        live = bits(pcs[w] >= 0)
+        groups = []
+        for b in sorted({int(v) for v in pcs[w] if v >= 0}):
+            lanes = bits(pcs[w] == b)
+            pc0 = m.block_pcs[b][0]
+            if b in m.sync:
+                ins = m.program.blocks[b].instrs[0]
+                loc = f" ({ins.loc})" if ins.loc else ""
+                groups.append(f"lanes {lanes:#010x} wait at the warp-synchronous {ins.op} at pc {pc0}{loc} for "
+                              f"member lanes {m.sync[b] & live & ~lanes:#010x}")
+            else:
+                groups.append(f"lanes {lanes:#010x} wait at bar.sync (continuing at pc {pc0})")
+        parts.append(f"warp {int(w) % wpb} of block {blk}: " + "; ".join(groups))
+    return " — " + " | ".join(parts)

@@ -18,7 +18,7 @@ from jaxsimt import types as T
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
 from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
-from jaxsimt.its import ItsMachine, stuck_report
+from jaxsimt.its import ItsMachine, deadlock_report, stuck_report
 from jaxsimt.machine import MEM_COLUMNS, Dyn, Geometry, Layout, Machine, Options
 from jaxsimt.occupancy import occupancy
 from jaxsimt.program import Program, estimate_registers
@@ -503,6 +503,7 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_s
         return cls(f"{k}: warp-synchronous instruction executed by a diverged or partial warp{where}; {who} "
                    f"(every lane of the warp must execute it together)")
     if code == errors.DEADLOCK:
-        return cls(f"{k}: deadlock: no warp can make progress (wave {wave})")
+        return cls(f"{k}: deadlock: no warp can make progress (wave {wave})"
+                   + deadlock_report(m, geo, grid, wave, stuck, cta_table))
     return cls(f"{k}: exceeded the step budget of {max_steps} steps in wave {wave}"
                + stuck_report(m, geo, grid, wave, stuck, cta_table))

@@ -265,3 +265,23 @@ def test_run_cli_mode(capsys):
     assert stats["its"]["simd_efficiency"] < stats["stack"]["simd_efficiency"]
     assert run_cli.main(argv + ["--mode", "its", "--arch", "fermi"]) == 2
     assert "Independent Thread Scheduling" in capsys.readouterr().err
+
+
+@js.kernel
+def sync_mismatch(out: js.Ptr[js.s32]):
+    """Lane 0 waits at __syncthreads() for the whole block while lanes 1-31 wait at __syncwarp() for lane 0."""
+    t = js.threadIdx.x
+    with js.if_(t == 0):
+        js.syncthreads()
+    with js.else_():
+        js.syncwarp()
+    out[t] = t
+
+
+def test_its_deadlock_names_where_lanes_wait():
+    with pytest.raises(js.DeadlockError) as e:
+        js.launch(sync_mismatch, 1, 32, [np.zeros(32, np.int32)], mode="its")
+    msg = str(e.value)
+    assert "warp 0 of block (0, 0, 0)" in msg
+    assert "lanes 0x00000001 wait at bar.sync" in msg
+    assert "lanes 0xfffffffe wait at the warp-synchronous warpsync" in msg and "member lanes 0x00000001" in msg
