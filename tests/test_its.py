@@ -287,3 +287,21 @@ def test_its_deadlock_names_where_lanes_wait():
     assert "warp 0 of block (0, 0, 0)" in msg
     assert "lanes 0x00000001 wait at bar.sync" in msg
     assert "lanes 0xfffffffe wait at the warp-synchronous warpsync" in msg and "member lanes 0x00000001" in msg
+
+
+@pytest.mark.slow
+def test_converged_tensor_core_kernel_counts_the_same_in_both_modes():
+    # warp-wide mma/ldmatrix start blocks of the ITS view and wait for the whole warp; on code that never
+    # diverges the two modes run the same instructions with the same lanes
+    from jaxsimt.kernels import wmma_gemm as w
+    rng = np.random.default_rng(1)
+    M, N, K = 32, 32, 32
+    a, b = rng.standard_normal((M, K)).astype(np.float16), rng.standard_normal((K, N)).astype(np.float16)
+    k = w.gemm_wmma("hardware")
+    grid = ((N + w.BN - 1) // w.BN, (M + w.BM - 1) // w.BM)
+    r = {m: js.launch(k, grid, w.THREADS, [a.reshape(-1), b.reshape(-1), np.zeros(M * N, np.float32), M, N, K],
+                      mode=m) for m in ("stack", "its")}
+    np.testing.assert_array_equal(r["its"]["C"], r["stack"]["C"])
+    for key in ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "smsp__inst_executed_pipe_tensor.sum"):
+        assert r["its"].stats[key] == r["stack"].stats[key], key
+    assert r["its"].stats["emulator__max_pc_groups"] == 1
