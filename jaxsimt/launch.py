@@ -201,9 +201,6 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     (Independent Thread Scheduling, Volta and later: per-lane pcs, diverged paths interleave; docs/its.md).
     """
     prog = _program_of(kernel)
-    if timing and mode == "its":
-        raise errors.LaunchConfigError(f"kernel {prog.name}: the cycle-level timing model replays stack-mode "
-                                       f"traces; timing=True with mode='its' is not modelled yet")
     res = run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, regs=regs, max_steps=max_steps,
                     stack_depth=stack_depth, blocks_per_wave=blocks_per_wave, trace=trace, jit=jit,
                     counters=counters, optimize=optimize, ctas=ctas, data=data, local_bytes=local_bytes,

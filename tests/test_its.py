@@ -305,3 +305,10 @@ def test_converged_tensor_core_kernel_counts_the_same_in_both_modes():
     for key in ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "smsp__inst_executed_pipe_tensor.sum"):
         assert r["its"].stats[key] == r["stack"].stats[key], key
     assert r["its"].stats["emulator__max_pc_groups"] == 1
+
+
+@pytest.mark.slow
+def test_timing_model_replays_the_its_schedule():
+    r = {m: js.launch(K.loop_tail, 1, 32, [np.zeros(32, np.int32)], mode=m, timing=True) for m in ("stack", "its")}
+    # the same work, the tail issued four times instead of once: more cycles under ITS
+    assert r["its"].stats["cycles"] > r["stack"].stats["cycles"] > 0
