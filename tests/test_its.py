@@ -312,3 +312,21 @@ def test_timing_model_replays_the_its_schedule():
     r = {m: js.launch(K.loop_tail, 1, 32, [np.zeros(32, np.int32)], mode=m, timing=True) for m in ("stack", "its")}
     # the same work, the tail issued four times instead of once: more cycles under ITS
     assert r["its"].stats["cycles"] > r["stack"].stats["cycles"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["div_halfwarp", "div_nested"])
+def test_divergence_micro_kernels_same_results_in_both_modes(kind):
+    # the H200 micro-kernels (kernels/micro/divergence.py): diverged loops interleave under ITS, each thread
+    # runs the same instructions (equal thread instructions), a warp issues at least as many
+    from jaxsimt.kernels.micro import divergence as d
+    inp = (np.arange(256, dtype=np.uint32) * 2654435761).astype(np.uint32)
+    r = {m: js.launch(d.divergence(kind), 2, 128, [inp, np.full(256, 0xFFFFFFFF, np.uint32), 4, 256], mode=m)
+         for m in ("stack", "its")}
+    want = d.reference(kind, inp, 4, 256)
+    for m in r:
+        np.testing.assert_array_equal(r[m]["out"], want)
+    s, i = r["stack"].stats, r["its"].stats
+    assert i["smsp__thread_inst_executed.sum"] == s["smsp__thread_inst_executed.sum"]
+    assert i["smsp__inst_executed.sum"] >= s["smsp__inst_executed.sum"]
+    assert i["emulator__max_pc_groups"] == {"div_halfwarp": 2, "div_nested": 3}[kind]  # lane classes
