@@ -333,7 +333,15 @@ def stuck_report(m: Machine, geo, grid, wave: int, where, cta_table) -> str:
             msg += f" ({'; '.join(lines[:6])})"
     atomics = any(_is_atomic(instrs[pc][1]) for pc in cyc_pcs)
     diverged = (not its_mode) and bool(np.any(depth[stuck] > 1)) if len(stuck) else False
-    if diverged and atomics:
+    # warps whose running block is not in the cycle: ready but never scheduled (or waiting at a barrier)
+    starved = [] if its_mode else [int(w) % wpb for w in stuck if int(pcs[w]) not in cycle]
+    if starved and atomics:
+        cause = (f"likely cause: warps spin (on a lock?) while warp(s) {', '.join(map(str, starved[:4]))} of their "
+                 f"block, standing elsewhere (the lock's holder?), never get a step: the stack-mode scheduler runs the "
+                 f"block where the most warps stand, so a lock held by a warp that is alone there livelocks here "
+                 f"(an inter-warp lock; a limit of the emulator's stack-mode scheduler, not of the hardware). "
+                 f"mode='its' (Volta and later) schedules warps fairly")
+    elif diverged and atomics:
         cause = ("likely cause: an intra-warp lock (spin lock): lanes of one warp spin on a lock held by another "
                  "lane of the same warp, which under stack-based reconvergence cannot run until the spinning "
                  "lanes leave their loop (a livelock). Launch with mode='its' (Independent Thread Scheduling, "
