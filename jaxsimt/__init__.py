@@ -15,12 +15,13 @@ if not _os.path.isdir(_os.path.join(_here, "kernels")) and _os.path.isfile(
 from jaxsimt import arch  # noqa: E402
 from jaxsimt.arch import ARCHS, Arch, get_arch
 from jaxsimt.dsl import (
-    FULL_MASK, Kernel, KernelTraceError, Ptr, Value, Var, all_sync, any_sync, ballot_sync, blockDim, blockIdx,
+    FULL_MASK, Const, Kernel, KernelTraceError, Ptr, Value, Var, all_sync, any_sync, ballot_sync, blockDim, blockIdx,
     break_, const, continue_, cos, ctaid, else_, exp2, fma, global_thread_index, gridDim, if_, kernel,
     laneid, log2, mad, maximum, minimum, nctaid, ntid, rcp, return_, rsqrt, shared, shfl_down_sync, shfl_sync,
     shfl_up_sync, shfl_xor_sync, sin, sqrt, syncthreads, syncwarp, threadIdx, tid, var, warpid, where, while_,
 )
 from jaxsimt.dsl import range  # noqa: A004 - the DSL's loop, used as jaxsimt.range
+from jaxsimt.dsl import Tex2D, address_of, ldg, load, store, tex2d  # noqa: E402
 from jaxsimt.errors import (
     DeadlockError, DivergentBarrierError, LaunchConfigError, MemoryFault, SimtError, StackOverflowError,
     StepBudgetExceeded,

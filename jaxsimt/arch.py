@@ -136,6 +136,21 @@ class Arch:
     # compute-capability-1.x segment size by access size in bytes (CUDA programming guide, cc 1.2/1.3)
     g80_segment_bytes: tuple[tuple[int, int], ...] = ((1, 32), (2, 64), (4, 128), (8, 128), (16, 128))
 
+    # --- register banks, constant and read-only/texture caches, unified addressing (issue 9) ---
+    # registers one bank delivers to the operand collector per cycle (bank = register number % register_banks)
+    register_bank_ports: int = 1
+    const_mem_size: int = 64 * 1024  # __constant__ bytes of one launch
+    # read-only/texture cache per SM; 0: the unified L1, i.e. l1_plus_shared_per_sm minus the shared carve-out
+    ro_cache_bytes: int = 0
+    ro_cache_ways: int = 4
+    # 2D texture layout: tiles of (bytes per row, rows); one tile fills one cache line, one row one sector
+    texture_tile: tuple[int, int] = (32, 4)
+    # unified (generic) address space: byte bases of the shared and local windows, and their size;
+    # generic_window_bytes == 0: no unified address space (compute capability 1.x)
+    generic_shared_base: int = 0xFF_0000_0000
+    generic_local_base: int = 0xFE_0000_0000
+    generic_window_bytes: int = 1 << 24
+
     @property
     def max_shared_carveout(self) -> int:
         return max(self.shared_carveouts_kb) * 1024
@@ -184,6 +199,8 @@ G80 = Arch(
     shared_pair_identical_groups=(),
     shared_multicast="one_broadcast_word",
     global_request_lanes=((1, 16), (2, 16), (4, 16), (8, 16), (16, 16)),
+    ro_cache_bytes=8 * 1024,  # texture cache working set per SM (CUDA guide, compute capability 1.x)
+    generic_window_bytes=0,  # generic addressing arrived with Fermi (PTX ISA 2.0)
     timing=Timing(
         clock_ghz=1.35,
         alu_latency=4 * 6.0,  # 8 SPs execute a warp in 4 cycles; ~24-cycle pipeline

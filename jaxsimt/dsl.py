@@ -416,6 +416,19 @@ class Ptr:
         return PtrType(T.as_dtype(dtype))
 
 
+class ConstType(PtrType):
+    def __repr__(self):
+        return f"Const[{self.dtype.name}]"
+
+
+class Const:
+    """Annotation for a constant-memory parameter (`__constant__`): `c: Const[f32]`. The launch argument
+    is an array placed in constant memory; the kernel may only read it (through the constant cache)."""
+
+    def __class_getitem__(cls, dtype) -> ConstType:
+        return ConstType(T.as_dtype(dtype))
+
+
 class _Array:
     """A typed view of global or shared memory. Indexing loads or stores one element per thread."""
 
@@ -493,6 +506,18 @@ class SharedArray(_Array):
     space = "shared"
 
 
+class ConstArray(_Array):
+    """A `__constant__` array: loads go through the constant cache (`ld.const`); stores are refused."""
+
+    space = "const"
+
+    def store(self, idx, value) -> None:
+        raise KernelTraceError(f"{_builder().loc()}: {self.name} is constant memory (read-only in a kernel)")
+
+    def _atomic(self, op, idx, *vals):
+        raise KernelTraceError(f"{_builder().loc()}: {self.name} is constant memory (read-only in a kernel)")
+
+
 def shared(shape, dtype, name: str = "") -> SharedArray:
     """Declare a per-block shared array (1D or 2D, any element type); its base is aligned to 16 bytes."""
     b = _builder()
@@ -503,6 +528,95 @@ def shared(shape, dtype, name: str = "") -> SharedArray:
     b.shared.append(decl)
     b.shared_bytes = off + decl.nbytes
     return SharedArray(len(b.shared) - 1, dtype, shape, decl.name)
+
+
+class TextureType(PtrType):
+    def __repr__(self):
+        return f"Tex2D[{self.dtype.name}]"
+
+
+class Tex2D:
+    """Annotation for a 2D texture parameter: `img: Tex2D[f32]`. The launch argument is a 2D array
+    [height, width]; the launch stores it tiled (see `jaxsimt.texture`) and the kernel reads it with
+    `tex2d(img, x, y)` through the texture cache."""
+
+    def __class_getitem__(cls, dtype) -> TextureType:
+        return TextureType(T.as_dtype(dtype))
+
+
+class TextureRef:
+    """A 2D texture inside a kernel: read it with `tex2d(ref, x, y)`."""
+
+    def __init__(self, array_id: int, dtype: DType, name: str):
+        self.array_id, self.dtype, self.name = array_id, dtype, name
+
+    def __getitem__(self, idx):
+        raise KernelTraceError(f"{_builder().loc()}: read texture {self.name} with jaxsimt.tex2d({self.name}, x, y)")
+
+
+def tex2d(tex: TextureRef, x, y) -> Value:
+    """tex2D: the texel at integer coordinates (x, y) (column, row), clamped to the texture, point sampled,
+    fetched through the read-only/texture cache."""
+    if not isinstance(tex, TextureRef):
+        raise KernelTraceError(f"{_builder().loc()}: tex2d needs a Tex2D parameter")
+    b = _builder()
+    r = b.reg(tex.dtype)
+    xs = [_operand(v.astype(T.s32) if isinstance(v, Value) else v, T.s32) for v in (x, y)]
+    b.emit("tex2d", [r], xs, space="global", array=tex.array_id, type=tex.dtype.name, cache="tex")
+    return Value(r)
+
+
+def ldg(array: "GlobalArray", idx) -> Value:
+    """__ldg: load one element of a global array through the read-only (non-coherent) cache path
+    (PTX ld.global.nc). The kernel must not write the array during the launch."""
+    if not isinstance(array, GlobalArray):
+        raise KernelTraceError(f"{_builder().loc()}: ldg reads a global array (a Ptr parameter)")
+    b = _builder()
+    r = b.reg(array.dtype)
+    b.emit("ld", [r], [_operand(array._flat_index(idx), None)], cache="ro", **array._attrs(1))
+    return Value(r)
+
+
+# ---------------------------------------------------------------------------------------------
+# Generic addressing: pointers into the unified address space
+# ---------------------------------------------------------------------------------------------
+
+
+def address_of(array: "_Array", index=0) -> Value:
+    """The generic (unified address space) byte address of `array[index]`, a u64 value: a global array's
+    address as is, a shared array's inside the shared window (cvta.shared)."""
+    b = _builder()
+    if not isinstance(array, (GlobalArray, SharedArray)):
+        raise KernelTraceError(f"{b.loc()}: address_of takes a global (Ptr) or shared array")
+    base = b.reg(T.u64)
+    if isinstance(array, SharedArray):
+        b.emit("mov", [base], [Imm(b.shared[array.array_id].offset, T.u64)], type="u64")
+        gen = b.reg(T.u64)
+        b.emit("cvta", [gen], [base], space="shared", to=False)
+        base = gen
+    else:
+        b.emit("param", [base], [], index=array.array_id)
+    flat = array._flat_index(index) if not (isinstance(index, int) and index == 0) else 0
+    if isinstance(flat, int):
+        return Value(base) + flat * array.dtype.size if flat else Value(base)
+    return Value(base) + flat.astype(T.u64) * array.dtype.size
+
+
+def load(ptr: Value, dtype) -> Value:
+    """Load one `dtype` element from generic byte address `ptr` (u64): shared, local or global memory,
+    whichever window the address lies in (a generic ld)."""
+    b = _builder()
+    dtype = T.as_dtype(dtype)
+    r = b.reg(dtype)
+    b.emit("ld", [r], [_operand(ptr, T.u64)], space="generic", type=dtype.name, vec=1)
+    return Value(r)
+
+
+def store(ptr: Value, value) -> None:
+    """Store `value` at generic byte address `ptr` (u64) (a generic st)."""
+    b = _builder()
+    dtype = _dtype_of(value)
+    b.emit("st", [], [_operand(ptr, T.u64), _operand(value, dtype)], space="generic", type=dtype.name, vec=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -738,7 +852,13 @@ def trace(fn: Callable, name: str) -> Program:
         params, args = [], []
         for idx, (pname, p) in enumerate(sig.parameters.items()):
             ann = hints.get(pname, p.annotation)
-            if isinstance(ann, PtrType):
+            if isinstance(ann, TextureType):
+                params.append(Param(pname, ann.dtype, True, None, idx, space="texture"))
+                args.append(TextureRef(idx, ann.dtype, pname))
+            elif isinstance(ann, ConstType):
+                params.append(Param(pname, ann.dtype, True, None, idx, space="const"))
+                args.append(ConstArray(idx, ann.dtype, (2**62,), pname))
+            elif isinstance(ann, PtrType):
                 params.append(Param(pname, ann.dtype, True, None, idx))
                 args.append(GlobalArray(idx, ann.dtype, (2**62,), pname))
             else:

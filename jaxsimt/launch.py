@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsimt import errors
+from jaxsimt import constcache, errors, generic, regbanks, rocache, texture  # generic, texture: their ops
 from jaxsimt import types as T
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
@@ -178,7 +178,8 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
            blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True,
            counters: bool = True, optimize: Optional[bool] = None, ctas: Optional[Sequence[int]] = None,
            data: bool = True, local_bytes: int = 0, devices=None, timing: bool = False,
-           mode: str = "stack") -> LaunchResult:
+           mode: str = "stack",
+           carveout: Optional[int] = None) -> LaunchResult:
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
     parameters, Python/numpy scalars for the others) on architecture `arch`.
 
@@ -198,13 +199,16 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     representative set of blocks, then the replay) — adds `cycles`, `predicted_ms`,
     `predicted_ms_analytical`, achieved occupancy and `stall_*` to the stats, the replay to `result.timing`;
     mode: "stack" (default on every architecture: the reconvergence stack, warps in lockstep) or "its"
-    (Independent Thread Scheduling, Volta and later: per-lane pcs, diverged paths interleave; docs/its.md).
+    (Independent Thread Scheduling, Volta and later: per-lane pcs, diverged paths interleave; docs/its.md);
+    carveout: preferred shared memory per SM in bytes (the L1/shared split, e.g. 16 * 1024 on Fermi; default
+    the largest the architecture allows), rounded up to an allowed size as the occupancy calculator does; it
+    sets the occupancy and the capacity of the read-only/texture cache.
     """
     prog = _program_of(kernel)
     res = run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, regs=regs, max_steps=max_steps,
                     stack_depth=stack_depth, blocks_per_wave=blocks_per_wave, trace=trace, jit=jit,
                     counters=counters, optimize=optimize, ctas=ctas, data=data, local_bytes=local_bytes,
-                    devices=devices, mode=mode)[0]
+                    devices=devices, mode=mode, carveout=carveout)[0]
     if timing:
         from jaxsimt import timing as timing_model
         res.timing = timing_model.attach(res, kernel, args, regs=regs, local_bytes=local_bytes, mode=mode)
@@ -217,7 +221,8 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
               jit: bool = True, counters: bool = True, optimize: Optional[bool] = None,
               ctas: Optional[Sequence[int]] = None, data: bool = True, local_bytes: int = 0,
               devices=None, item_ctas: Optional[Sequence[Sequence[int]]] = None,
-              mode: str = "stack", stacked: Optional[dict] = None) -> list[LaunchResult]:
+              mode: str = "stack", stacked: Optional[dict] = None,
+              carveout: Optional[int] = None) -> list[LaunchResult]:
     """Run one launch per item (`items`: `_split_args` of each item's arguments, `item_args` the
     arguments as given) as ONE run of the machine: the items' blocks side by side on the block axis,
     their arrays side by side in global memory. Returns one LaunchResult per item, as `launch` would.
@@ -228,6 +233,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     grid, block = _dim3(grid, "grid"), _dim3(block, "block")
     check_launch(prog, arch, grid, block, regs)
     check_mode(prog, arch, mode)
+    items, tex_dims = _memory_images(prog, arch, items, item_args)
     n_items = len(items)
     if trace and n_items > 1:
         raise errors.LaunchConfigError(f"kernel {prog.name}: trace=True records one launch, not a batch")
@@ -265,8 +271,12 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     layout = Layout(words, -(-prog.shared_bytes // 4), -(-int(local_bytes) // 4))
     if optimize is None:  # full optimisation where run time dominates: big waves, and batches (~2x faster)
         optimize = cpw * wpb * arch.warp_size > 32768 or n_items >= 16
+    regs_used = regs if regs is not None else estimate_registers(prog)
+    occ = occupancy(arch, tpb, regs_used, prog.shared_bytes, _carveout(prog, arch, carveout))
     options = Options(max_steps=max_steps, trace_steps=max_steps if trace else 0,
-                      arch=arch if counters else None, optimize=bool(optimize), data=bool(data))
+                      arch=arch if counters else None, optimize=bool(optimize), data=bool(data), target=arch,
+                      ro_cache=rocache.shape(arch, rocache.cache_bytes(arch, occ["shared_mem_per_sm"]))
+                      if rocache.used_by(prog) else None)
 
     gmem = np.zeros(words * 4, np.uint8)
     periodic = _periodic(prog, items, bases) if data else {}
@@ -283,7 +293,8 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     with jax.enable_x64(True):
         m = _machine(prog, geo, layout, options, mode)
         dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(np.asarray(bases, np.int64)),
-                  jnp.asarray(np.asarray(sizes, np.int64)), tuple(jnp.asarray(s) for s in scalars), None)
+                  jnp.asarray(np.asarray(sizes, np.int64)), tuple(jnp.asarray(s) for s in scalars), None,
+                  jnp.asarray(tex_dims))
         cta_table = np.full(n_waves * cpw, n_items * n_ctas, np.int32)
         cta_table[:fused.size] = fused
         gm = jnp.asarray(gmem.view(np.uint32))
@@ -310,15 +321,13 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
         gm_np = np.asarray(gm).view(np.uint8)
         cnt = tuple(np.asarray(c) for c in cnt)
 
-    regs_used = regs if regs is not None else estimate_registers(prog)
-    occ = occupancy(arch, tpb, regs_used, prog.shared_bytes)
     tr = None
     if trace:
         tr = {"block": np.concatenate([t[0] for t in traces]), "mask": np.concatenate([t[1] for t in traces]),
               "sp": np.concatenate([t[2] for t in traces])}
     whole = {}
     for p in prog.params:
-        if p.index in periodic:
+        if p.index in periodic and p.space != "texture":
             src = items[0][0][p.index]
             whole[p.index] = periodic[p.index](gm_np).copy().view(src.dtype).reshape((n_items,) + src.shape)
             if stacked is not None:
@@ -330,6 +339,9 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
             if p.is_pointer and not data:
                 outputs[p.name] = None
                 final_args.append(None)
+            elif p.space == "texture":  # read-only: its contents are the argument's
+                outputs[p.name] = np.asarray(a)
+                final_args.append(outputs[p.name])
             elif p.index in whole:
                 outputs[p.name] = whole[p.index][i]
                 final_args.append(outputs[p.name])
@@ -421,12 +433,15 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
             per_instr.append(row)
         warp_total += int(warp_exec[blk.index]) * n
         thread_total += int(thread_exec[blk.index]) * n
+    mem_stats.update(_machine_feature_stats(prog, arch, per_instr, mem))
+    bank_cycles = mem_stats.pop(regbanks.METRIC)
     stats = {
         "smsp__inst_executed.sum": warp_total,
         "smsp__thread_inst_executed.sum": thread_total,
         "smsp__sass_branch_targets_threads_divergent.sum": int(divergent.sum()),
         "simd_efficiency": float(thread_total / (warp_total * arch.warp_size)) if warp_total else 0.0,
         "max_stack_depth": 0 if isinstance(m, ItsMachine) else int(max_depth),
+        regbanks.METRIC: bank_cycles,
     }
     if isinstance(m, ItsMachine):
         stats["emulator__max_pc_groups"] = int(max_depth)
@@ -444,6 +459,7 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
         "launch__occupancy_limit_registers": int(occ["blocks_limit_registers"]),
         "launch__occupancy_limit_shared_mem": int(occ["blocks_limit_shared_memory"]),
         "launch__occupancy_limit_warps": int(occ["blocks_limit_warps"]),
+        "launch__shared_mem_config_size": int(occ["shared_mem_per_sm"]),
         "active_blocks_per_sm": int(occ["active_blocks_per_sm"]),
         "active_warps_per_sm": int(occ["active_warps_per_sm"]),
         "sm__maximum_warps_per_active_cycle_pct": float(100.0 * occ["occupancy"]),
@@ -451,6 +467,64 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
         "emulator__steps": int(steps),
     })
     return stats, per_instr
+
+
+def _memory_images(prog: Program, arch: Arch, items, item_args):
+    """Constant and texture arguments as they lie in memory: constant arrays checked against the
+    architecture's constant memory, 2D textures stored tiled (`jaxsimt.texture`). Returns (items,
+    [I, n_params, 2] int32 texture (width, height) per item)."""
+    tex_dims = np.zeros((len(items), len(prog.params), 2), np.int32)
+    out = []
+    for i, ((arrays, scalars), args) in enumerate(zip(items, item_args)):
+        arrays = dict(arrays)
+        const = sum(arrays[p.index].nbytes for p in prog.params if p.space == "const")
+        if const > arch.const_mem_size:
+            raise errors.LaunchConfigError(f"kernel {prog.name}: {const} bytes of constant memory exceed the "
+                                           f"{arch.const_mem_size} of {arch.name}")
+        for p in prog.params:
+            if p.space == "texture":
+                img = np.asarray(args[p.index])
+                if img.ndim != 2:
+                    raise errors.LaunchConfigError(f"kernel {prog.name}: texture {p.name!r} needs a 2D array "
+                                                   f"[height, width], got shape {img.shape}")
+                tex_dims[i, p.index] = (img.shape[1], img.shape[0])
+                arrays[p.index] = texture.to_tiled(arch, img)
+        out.append((arrays, scalars))
+    return out, tex_dims
+
+
+def _carveout(prog: Program, arch: Arch, carveout: Optional[int]) -> Optional[int]:
+    """Check a carve-out preference (bytes) against what the architecture allows."""
+    if carveout is None:
+        return None
+    if not 0 <= int(carveout) <= arch.max_shared_carveout:
+        raise errors.LaunchConfigError(
+            f"kernel {prog.name}: carveout {carveout} bytes is outside 0..{arch.max_shared_carveout} on {arch.name} "
+            f"(allowed shared-memory sizes: {', '.join(f'{k} KB' for k in arch.shared_carveouts_kb)})")
+    return int(carveout)
+
+
+def _machine_feature_stats(prog: Program, arch: Arch, per_instr: list, mem) -> dict:
+    """Register-bank conflicts (every instruction), constant-cache and read-only/texture-cache counts."""
+    extra = regbanks.extra_cycles(prog, arch)
+    out = {regbanks.METRIC: 0}
+    for (_, outer), row in zip(prog.instructions(), per_instr):
+        ins = outer.attr("inner") or outer
+        path = ins.attr("cache")
+        if path in ("ro", "tex"):
+            row.setdefault("space", "texture" if path == "tex" else ins.attr("space"))
+            row.update({k: int(v) for k, v in zip(MEM_COLUMNS, mem[row["pc"]]) if k not in row})
+            hits, misses = ((rocache.METRIC_TEX_HITS, rocache.METRIC_TEX_MISSES) if path == "tex"
+                            else (rocache.METRIC_LDG_HITS, rocache.METRIC_LDG_MISSES))
+            out[hits] = out.get(hits, 0) + row["cache_hits"]
+            out[misses] = out.get(misses, 0) + row["cache_misses"]
+        row["register_bank_conflicts"] = int(extra[row["pc"]])
+        out[regbanks.METRIC] += row["register_bank_conflicts"] * row["warp_exec"]
+        if row.get("space") == "const":
+            for col, metric in (("const_requests", constcache.METRIC_REQUESTS),
+                                ("const_accesses", constcache.METRIC_ACCESSES)):
+                out[metric] = out.get(metric, 0) + row[col]
+    return out
 
 
 def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_steps: int,

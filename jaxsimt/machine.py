@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt import alu, errors, lsu, memstats, stack
+from jaxsimt import alu, constcache, errors, lsu, memstats, rocache, stack
 from jaxsimt import types as T
 from jaxsimt.program import BARRIER, BRANCH, EXIT, FALL, JUMP, Imm, Instr, Program, Reg, cross_block_registers
 
@@ -33,8 +33,11 @@ EXTRA_OPS: dict = {}
 
 # Per-instruction memory counters (columns of State.mem)
 MEM_REQUESTS, MEM_SECTORS, MEM_LINES, MEM_WAVEFRONTS, MEM_CONFLICTS, MEM_BYTES = range(6)
-N_MEM = 6
-MEM_COLUMNS = ("requests", "sectors", "lines", "wavefronts", "bank_conflicts", "bytes")
+# constant cache (requests, serialized accesses) and read-only/texture cache (sector hits, misses)
+MEM_CONST_REQUESTS, MEM_CONST_ACCESSES, MEM_CACHE_HITS, MEM_CACHE_MISSES = range(6, 10)
+N_MEM = 10
+MEM_COLUMNS = ("requests", "sectors", "lines", "wavefronts", "bank_conflicts", "bytes", "const_requests",
+               "const_accesses", "cache_hits", "cache_misses")
 RECENT = 64  # steps of block history kept for the step-budget report (which blocks a stuck warp cycles through)
 
 
@@ -81,6 +84,7 @@ class Dyn(NamedTuple):
     scalars: tuple = ()  # one [I] array per scalar parameter, in parameter order
     ctas: jnp.ndarray = None  # [waves * ctas_per_wave] int32  item * n_ctas + block id of the blocks to run
     # (I * n_ctas: none)
+    tex: jnp.ndarray = None  # [I, n_params, 2] int32  (width, height) of each 2D-texture parameter
 
 
 class State(NamedTuple):
@@ -101,6 +105,7 @@ class State(NamedTuple):
     fault: jnp.ndarray  # [6] int64  (code, pc, warp, lane, address, wave); code 0: none
     trace: tuple  # () or (block [S] int32, mask [S, W] uint32, sp [S, W] int32)
     recent: jnp.ndarray = None  # [RECENT] int32  block run by the last RECENT steps (ring, index steps % RECENT)
+    cache: tuple = ()  # () or rocache.Cache: the read-only/texture cache of each block of the wave
 
 
 class Options(NamedTuple):
@@ -110,6 +115,8 @@ class Options(NamedTuple):
     optimize: bool = True  # full XLA backend optimisation (slower compile, ~2x faster run)
     data: bool = True  # False: addresses are computed, checked and counted, but memory is not touched
     # (loads read zeros, stores are dropped): counters of kernels whose control flow ignores data
+    target: Optional[object] = None  # the Arch emulated, counters or not (generic-address windows)
+    ro_cache: Optional[object] = None  # rocache.CacheShape of the read-only/texture path (None: not simulated)
 
 
 # Block terminator kinds as integers (tables indexed by the running block)
@@ -126,14 +133,14 @@ class _Exec:
 
     def __init__(self, m: "Machine", data, active, wave, dyn: Dyn, zero):
         self.m, self.active, self.wave, self.dyn, self.zero = m, active, wave, dyn, zero
-        regs, self.gmem, self.smem, self.lmem, self.mem, self.fault = data
+        regs, self.gmem, self.smem, self.lmem, self.mem, self.fault, self.cache = data
         self.regs = list(regs)  # state registers, indexed by m.slot[reg.index]
         self.item = m.item_of_warp(wave, dyn)  # [W] the batch item each warp belongs to
         self.bases, self.sizes = dyn.bases[self.item], dyn.sizes[self.item]  # [W, n_params]
         self.local: dict = {}  # registers that live only inside this block: plain values
 
     def data(self):
-        return tuple(self.regs), self.gmem, self.smem, self.lmem, self.mem, self.fault
+        return tuple(self.regs), self.gmem, self.smem, self.lmem, self.mem, self.fault, self.cache
 
     # -- operands --
     def read(self, op, dtype: Optional[T.DType] = None):
@@ -217,17 +224,19 @@ class _Exec:
             return jnp.any(p & part, axis=1, keepdims=True)
         raise NotImplementedError(mode)
 
-    def address(self, ins: Instr, nbytes: int, pc: int):
+    def address(self, ins: Instr, nbytes: int, pc: int, space=None, raw=None, act=None):
         """Resolve a memory instruction's per-lane address.
 
         Returns (memory name, word index [W, L], byte in word [W, L], address [W, L] int64 as the memory
         model sees it, lanes that may access [W, L]). Two forms: indexed (attr `array`: element index
         into a known array, as the DSL emits) and by byte address (attr `array` None: the operand plus
-        attr `offset` is a byte address, as PTX emits). Out-of-bounds and misaligned lanes fault."""
-        m, act = self.m, self.active
-        space = ins.attr("space")
+        attr `offset` is a byte address, as PTX emits). Out-of-bounds and misaligned lanes fault.
+        space, raw (the address operand's value [W, L]) and act (lanes) override the instruction's."""
+        m = self.m
+        act = self.active if act is None else act
+        space = space or ins.attr("space")
         arr = ins.attr("array")
-        raw = jnp.broadcast_to(self.read(ins.src[0]), act.shape)
+        raw = jnp.broadcast_to(self.read(ins.src[0]) if raw is None else raw, act.shape)
         if arr is not None:
             t = T.BY_NAME[ins.attr("type")]
             off = raw.astype(jnp.int64) * t.size + ins.attr("offset", 0)
@@ -280,30 +289,46 @@ class _Exec:
         return name, widx, boff, addr, act & ~oob & ~mis
 
     def memory(self, ins: Instr, pc: int):
+        target = self.m.options.target
+        if (ins.attr("space") == "generic" and ins.attr("array") is None and target is not None
+                and target.generic_window_bytes):
+            from jaxsimt import generic  # registers its ops into EXTRA_OPS, so it imports this module
+            out = generic.access(self, ins, pc, target)
+        else:
+            out = self.access(ins, pc)
+        for r, v in zip(ins.dst, out):
+            self.write(r, v)
+
+    def access(self, ins: Instr, pc: int, space=None, raw=None, act=None) -> list:
+        """Run one load/store/atomic for lanes `act` (default: the active ones); `space`/`raw` override the
+        instruction's space and address operand (see `address`). Returns the values for ins.dst: the
+        loaded elements (ld), the old value (atom with a destination), else nothing."""
         m = self.m
         t = T.BY_NAME[ins.attr("type")]
         vec = ins.attr("vec", 1)
         nbytes = t.size * vec
-        name, widx, boff, addr, ok = self.address(ins, nbytes, pc)
+        name, widx, boff, addr, ok = self.address(ins, nbytes, pc, space, raw, act)
+        space = space or ins.attr("space")
         if m.options.arch is not None and name in ("gmem", "smem"):
-            self.mem = m.count_memory(self.mem, pc, ins.op, name, addr, nbytes, ok, self.item)
+            self.mem = m.count_memory(self.mem, pc, ins.op, name, addr, nbytes, ok, self.item, space)
+        if m.uses_ro_cache and ins.attr("cache") in ("ro", "tex") and name == "gmem":
+            self.cache, hits, misses = rocache.access(self.cache, m.options.ro_cache, addr, nbytes, ok,
+                                                      m.geo.warps_per_block)
+            item = self.item[::m.geo.warps_per_block]  # [C] each block's batch item
+            self.mem = self.mem.at[:, pc, jnp.asarray([MEM_CACHE_HITS, MEM_CACHE_MISSES])].add(
+                jnp.stack([m.tally(hits, item), m.tally(misses, item)], axis=1))
         words = getattr(self, name)
         if not m.options.data:  # counters only
-            for r in ins.dst:
-                self.write(r, jnp.zeros(ok.shape, r.dtype.np_dtype))
-            return
-        if ins.op == "ld":
-            for r, v in zip(ins.dst, lsu.load(words, widx, boff, ok, t, vec)):
-                self.write(r, v)
-            return
+            return [jnp.zeros(ok.shape, r.dtype.np_dtype) for r in ins.dst]
+        if ins.op not in ("st", "atom"):  # ld, and loads of other units (tex2d)
+            return lsu.load(words, widx, boff, ok, t, vec)
         vals = [jnp.broadcast_to(self.read(s, t), ok.shape) for s in ins.src[1:]]
         if ins.op == "st":
-            words = lsu.store(words, widx, boff, ok, vals, t)
-        else:
-            words, old = lsu.atomic(words, widx, ok, ins.attr("aop"), t, vals)
-            if ins.dst:
-                self.write(ins.dst[0], old)
+            setattr(self, name, lsu.store(words, widx, boff, ok, vals, t))
+            return []
+        words, old = lsu.atomic(words, widx, ok, ins.attr("aop"), t, vals)
         setattr(self, name, words)
+        return [old] if ins.dst else []
 
 
 def reinterpret(x, src: T.DType, dst: T.DType):
@@ -362,6 +387,7 @@ class Machine:
         self.t_fall = jnp.asarray([t.fallthrough for t in terms], jnp.int32)
         self.t_reconv = jnp.asarray([t.reconv for t in terms], jnp.int32)
         self.t_pc = jnp.asarray([pc0 + len(b.instrs) for b, (pc0, _) in zip(program.blocks, self.block_pcs)], jnp.int32)
+        self.uses_ro_cache = self.options.ro_cache is not None and rocache.used_by(program)
         self._jitted = jax.jit(self._run_wave, donate_argnums=(0,))
         self._compiled = None
 
@@ -383,11 +409,14 @@ class Machine:
             return jnp.sum(x)[None]
         return jax.ops.segment_sum(x, item, num_segments=self.geo.items)
 
-    def count_memory(self, mem, pc: int, op: str, name: str, addr, nbytes: int, ok, item):
+    def count_memory(self, mem, pc: int, op: str, name: str, addr, nbytes: int, ok, item, space: str = ""):
         """Add one warp instruction's memory cost, for every warp of the step, to mem[:, pc] (per item;
         `item` [W]: each warp's batch item)."""
         arch = self.options.arch
-        if name == "gmem":
+        if space == "const":
+            row = list(constcache.const_counts(addr, ok))
+            cols = [MEM_CONST_REQUESTS, MEM_CONST_ACCESSES]
+        elif name == "gmem":
             row = list(memstats.global_counts(arch, addr, nbytes, ok, "st" if op == "st" else "ld"))
             cols = [MEM_REQUESTS, MEM_SECTORS, MEM_LINES]
         else:
@@ -454,7 +483,7 @@ class Machine:
         term = blk.term
 
         def fn(st: State, active, wave, dyn):
-            data = (st.regs, st.gmem, st.smem, st.lmem, st.mem, st.fault)
+            data = (st.regs, st.gmem, st.smem, st.lmem, st.mem, st.fault, st.cache)
             ex = _Exec(self, data, active, wave, dyn, st.zero)
             for j, ins in enumerate(blk.instrs):
                 ex.run(ins, pc0 + j)
@@ -463,8 +492,8 @@ class Machine:
                 taken = self.pack((~p if term.negate else p) & active)
             else:
                 taken = jnp.zeros((self.geo.W,), jnp.uint32)
-            regs, gmem, smem, lmem, mem, fault = ex.data()
-            return st._replace(regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault), taken
+            regs, gmem, smem, lmem, mem, fault, cache = ex.data()
+            return st._replace(regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, cache=cache), taken
 
         return fn
 
@@ -559,7 +588,8 @@ class Machine:
             stack=stack.init(self.valid_mask(wave, dyn), g.depth, 0, self.exit_pc),
             exited=jnp.zeros((W,), jnp.uint32), waiting=jnp.zeros((W,), bool), steps=jnp.int32(0), zero=zero,
             warp_exec=warp_exec, thread_exec=thread_exec, divergent=divergent, max_depth=max_depth, mem=mem,
-            fault=jnp.zeros((6,), jnp.int64), trace=trace, recent=jnp.full((RECENT,), -1, jnp.int32))
+            fault=jnp.zeros((6,), jnp.int64), trace=trace, recent=jnp.full((RECENT,), -1, jnp.int32),
+            cache=rocache.init(g.ctas_per_wave, self.options.ro_cache) if self.uses_ro_cache else ())
 
     def _run_wave(self, gmem, counters, wave, dyn: Dyn, zero):
         s0 = self.init_state(gmem, counters, wave, dyn, zero)

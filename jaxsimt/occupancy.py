@@ -195,13 +195,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, required=True, help="threads per block")
     p.add_argument("--regs", type=int, required=True, help="registers per thread")
     p.add_argument("--smem", type=int, default=0, help="kernel shared memory per block, bytes (default 0)")
-    p.add_argument("--carveout-kb", type=int, default=None, help="preferred shared memory per SM, KB")
+    p.add_argument("--carveout", "--carveout-kb", dest="carveout_kb", type=int, default=None,
+                   help="L1/shared split: preferred shared memory per SM in KB, rounded up to an allowed size "
+                        "(default: the largest; fermi 16 or 48, hopper 0 8 16 32 64 100 132 164 196 228)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return p
 
 
 def cli(argv: "list[str] | None" = None) -> int:
-    """`jaxsimt occupancy --arch h200 --threads 256 --regs 64 --smem 16384 [--json]`. Returns the exit code.
+    """`jaxsimt occupancy --arch h200 --threads 256 --regs 64 --smem 16384 [--carveout KB] [--json]`. Returns the
+    exit code.
 
     argv: the arguments after the `occupancy` subcommand (a leading "occupancy" is accepted and skipped).
     """

@@ -122,6 +122,7 @@ class Param:
     is_pointer: bool
     reg: Optional[Reg] = None  # scalar params live in a register
     index: int = 0  # position in the argument list
+    space: str = "global"  # what a pointer points to: "global", "const" (__constant__) or "texture" (2D)
 
 
 @dataclass(frozen=True)

@@ -242,7 +242,7 @@ class _Lowerer:
 
     def add_hidden(self, name, kind, data=b"", frame=0):
         idx = len(self.params)
-        self.params.append(Param(name, T.u8, True, None, idx))
+        self.params.append(Param(name, T.u8, True, None, idx, space="const" if kind == "const" else "global"))
         h = Hidden(idx, name, kind, data, frame)
         self.hidden.append(h)
         self.hidden_of[name] = h
@@ -546,11 +546,25 @@ class _Lowerer:
             self.mov(ins, ctx, loc, t)
             return
         if op == "cvta":
+            # shared and local addresses move into / out of their window of the generic space
+            # (jaxsimt.generic); global, const and param addresses are the same in both
             a = ops[1]
+            space = ins.space if ins.space in ("shared", "local") else None
             if isinstance(a, ast.Sym):
-                self.sym_address(D(0), a.name, ctx, ins, loc)
+                if space is None:
+                    self.sym_address(D(0), a.name, ctx, ins, loc)
+                    return
+                src = self.temp(_dtype(ttxt))
+                self.sym_address(src, a.name, ctx, ins, loc)
             else:
-                self.emit("mov", [D(0)], [S(1)], loc, type=ttxt)
+                src = S(1)
+            if space is None:
+                self.emit("mov", [D(0)], [src], loc, type=ttxt)
+            else:
+                self.emit("cvta", [D(0)], [src], loc, space=space, to="to" in mods)
+            return
+        if op == "isspacep":
+            self.emit("isspacep", [D(0)], [S(1, T.u64)], loc, space=ins.space)
             return
         if op in ("ld", "ldu", "st"):
             self.memory(ins, ctx, loc)
@@ -960,6 +974,7 @@ class _Lowerer:
     def memory(self, ins, ctx, loc):
         ops = ins.operands
         op = "st" if ins.opcode == "st" else "ld"
+        mods = set(ins.modifiers)
         space = ins.space or "generic"
         ty = ins.types[-1]
         if ty not in T.BY_NAME:
@@ -978,6 +993,8 @@ class _Lowerer:
         if space == "tex":
             self.fail(ins, "texture memory not supported")
         attrs = dict(attrs, space=space, type=ty, vec=vec)
+        if op == "ld" and space == "global" and "nc" in mods:
+            attrs["cache"] = "ro"  # the read-only (non-coherent) path: jaxsimt.rocache
         if op == "ld":
             dsts = [self.dst(v, ctx, ins) for v in vals]
             if t.is_signed and any(d.dtype.bits > t.bits for d in dsts):  # signed loads sign-extend
