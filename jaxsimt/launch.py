@@ -421,7 +421,7 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
                                         ("lines", METRIC_LINES)):
                         key = metric.format(op=op)
                         mem_stats[key] = mem_stats.get(key, 0) + row[col]
-                elif space == "shared":
+                if space in ("shared", "generic"):  # a generic access's shared lanes cost wavefronts
                     for col, metric in (("wavefronts", METRIC_WAVEFRONTS), ("bank_conflicts", METRIC_CONFLICTS)):
                         key = metric.format(op=op)
                         mem_stats[key] = mem_stats.get(key, 0) + row[col]

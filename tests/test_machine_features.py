@@ -245,6 +245,7 @@ def test_generic_pointers_to_shared_and_global_dsl():
     # one load instruction per warp: the odd lanes' part coalesces (global), the even lanes' part is
     # one shared wavefront
     assert (row["requests"], row["wavefronts"]) == (2, 2)
+    assert r.stats["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] == 2 + 2  # + the sh[t] load
 
 
 GENERIC_PTX = HEADER + """
@@ -252,9 +253,10 @@ GENERIC_PTX = HEADER + """
 {
     .reg .pred %p<4>;
     .reg .b32 %r<4>;
-    .reg .f32 %f<8>;
+    .reg .f32 %f<12>;
     .reg .b64 %rd<16>;
     .shared .align 4 .f32 sh[64];
+    .local .align 4 .b8 buf[16];
     ld.param.u64 %rd1, [g];
     ld.param.u64 %rd2, [out];
     cvta.to.global.u64 %rd3, %rd1;
@@ -279,8 +281,15 @@ GENERIC_PTX = HEADER + """
     cvta.to.shared.u64 %rd11, %rd8;
     ld.shared.f32 %f6, [%rd11];
     add.f32 %f7, %f5, %f6;
+    mov.u64 %rd13, buf;
+    cvta.local.u64 %rd14, %rd13;
+    st.f32 [%rd14], %f7;
+    ld.local.f32 %f8, [%rd13];
+    isspacep.local %p3, %rd14;
+    selp.f32 %f9, 0f3F800000, 0f00000000, %p3;
+    add.f32 %f10, %f8, %f9;
     add.s64 %rd12, %rd2, %rd4;
-    st.f32 [%rd12], %f7;
+    st.f32 [%rd12], %f10;
     ret;
 }
 """
@@ -290,8 +299,10 @@ def test_generic_pointers_to_shared_and_global_ptx():
     g = np.arange(64, dtype=np.float32)
     r = ptx_launch(GENERIC_PTX, "gmix", 1, 64, [g, np.zeros(64, np.float32)])
     even = np.arange(64) % 2 == 0
-    # generic load (shared for even lanes) + 100 where isspacep.shared + sh[t] read back through cvta.to.shared
-    np.testing.assert_array_equal(r["out"], np.where(even, g * 10 + 100, g) + g * 10)
+    # generic load (shared for even lanes) + 100 where isspacep.shared + sh[t] read back through
+    # cvta.to.shared, stored through a generic pointer to local memory and read back by ld.local, + 1 where
+    # isspacep.local
+    np.testing.assert_array_equal(r["out"], np.where(even, g * 10 + 100, g) + g * 10 + 1)
     # the ld.global.nc went through the read-only cache: two warps, one line of 4 sectors each, cold
     assert r.stats["emulator__ro_cache_sector_misses.sum"] == 8
     assert r.stats["emulator__ro_cache_sector_hits.sum"] == 0
