@@ -94,6 +94,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("stack", "its"), default="stack",
                    help="execution mode: stack (reconvergence stack, the default) or its (Independent Thread "
                         "Scheduling, Volta and later; docs/its.md)")
+    p.add_argument("--carveout", type=int, default=None, metavar="KB",
+                   help="L1/shared split: preferred shared memory per SM in KB (default: the largest allowed)")
     p.add_argument("--no-timing", action="store_true",
                    help="skip the cycle-level timing model (cycles, predicted_ms, stall reasons)")
     return p
@@ -121,7 +123,8 @@ def main(argv=None) -> int:
     try:
         args = [parse_arg(s, rng) for s in a.arg]
         res = ptx.launch(a.file, a.kernel, a.grid, a.block, args, arch=a.arch.lower(), dynamic_smem=a.dynamic_smem,
-                         regs=a.regs, mode=a.mode, timing=not a.no_timing and _has_timing(a.arch))
+                         regs=a.regs, mode=a.mode, timing=not a.no_timing and _has_timing(a.arch),
+                         carveout=None if a.carveout is None else a.carveout * 1024)
     except (ArgSpecError, PtxError, TypeError, OSError, LaunchConfigError) as e:
         print(f"jaxsimt run: {e}", file=sys.stderr)
         return 2

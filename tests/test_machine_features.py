@@ -355,6 +355,19 @@ def test_occupancy_cli_carveout(capsys):
         assert json.loads(capsys.readouterr().out)["active_blocks_per_sm"] == blocks
 
 
+def test_run_cli_carveout(tmp_path, capsys):
+    import json
+    from jaxsimt.run_cli import main
+    path = tmp_path / "banks.ptx"
+    path.write_text(BANKS_PTX)
+    assert main([str(path), "--kernel", "banks", "--grid", "1", "--block", "32", "--arg", "f32[1]:zeros",
+                 "--arch", "fermi", "--carveout", "16", "--no-timing", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    stats = stats.get("stats", stats)
+    assert stats["launch__shared_mem_config_size"] == 16 * 1024
+    assert stats["emulator__register_bank_conflicts"] == 2  # fermi: 1 + 1 extra cycles, one warp
+
+
 @js.kernel
 def two_passes(a: Ptr[f32], out: Ptr[f32], n: s32):
     """Read n * blockDim floats through the read-only path twice."""
