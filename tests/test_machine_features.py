@@ -392,3 +392,57 @@ def test_carveout_sets_the_l1_size_of_the_read_only_cache():
     sectors = n * tpb * 4 // 32
     assert res[16] == (sectors, sectors)  # cold misses, then every sector hits
     assert res[48] == (0, 2 * sectors)
+
+
+def _reference_lru(cs, blocks_addr, nbytes):
+    """A plain-Python sectored LRU cache per block: the independent reference for jaxsimt.rocache."""
+    hits = misses = 0
+    caches = [[[] for _ in range(cs.sets)] for _ in range(len(blocks_addr))]  # per set: [line, sectors] MRU last
+    per = cs.line // cs.sector
+    for c, warps in enumerate(blocks_addr):
+        for addrs, acts in warps:  # steps in order
+            for w_addr, w_act in zip(addrs, acts):  # warps of the block in order
+                wanted = {}
+                for a, on in zip(w_addr, w_act):
+                    if on:
+                        line = a // cs.line
+                        bits = {(x % cs.line) // cs.sector for x in (a, a + nbytes - 1)}
+                        wanted.setdefault(line, set()).update(bits)
+                for line, secs in wanted.items():  # dict order = first lane touching the line
+                    st = caches[c][line % cs.sets]
+                    entry = next((e for e in st if e[0] == line), None)
+                    if entry is None:
+                        if len(st) == cs.ways:
+                            st.pop(0)
+                        entry = [line, set()]
+                    else:
+                        st.remove(entry)
+                    hits += len(secs & entry[1])
+                    misses += len(secs - entry[1])
+                    entry[1] |= secs
+                    st.append(entry)
+                    assert all(0 <= b < per for b in secs)
+    return hits, misses
+
+
+def test_read_only_cache_matches_a_reference_lru():
+    import jax
+    import jax.numpy as jnp
+    from jaxsimt import rocache
+    cs = rocache.CacheShape(sets=2, ways=2, line=128, sector=32)
+    C, WPB, L, STEPS = 2, 2, 32, 6
+    rng = np.random.default_rng(7)
+    # addresses from a small pool of lines, so that sets overflow and LRU evictions happen
+    addr = (rng.integers(0, 12, (STEPS, C * WPB, L)) * 128 + rng.integers(0, 32, (STEPS, C * WPB, L)) * 4)
+    act = rng.random((STEPS, C * WPB, L)) < 0.7
+    step = jax.jit(lambda cache, a, m: rocache.access(cache, cs, a, 4, m, WPB))
+    with jax.enable_x64(True):
+        cache = rocache.init(C, cs)
+        hits = misses = 0
+        for s in range(STEPS):
+            cache, h, m = step(cache, jnp.asarray(addr[s], jnp.int64), jnp.asarray(act[s]))
+            hits, misses = hits + int(h.sum()), misses + int(m.sum())
+    ref = _reference_lru(cs, [[(addr[s, c * WPB:(c + 1) * WPB], act[s, c * WPB:(c + 1) * WPB])
+                               for s in range(STEPS)] for c in range(C)], 4)
+    assert (hits, misses) == ref
+    assert hits > 0 and misses > 0
