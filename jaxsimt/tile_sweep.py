@@ -105,6 +105,21 @@ def models(arch: str, stats: list[dict], M: int, N: int, K: int) -> dict:
             "limiter": np.asarray(occ["limiter"])}
 
 
+def pattern_sweep(arch: str, addresses, size: int = 4, active=None) -> dict:
+    """The memory models over many warp access patterns in one vmapped call each: addresses [P, L]
+    byte addresses (global) or shared-memory offsets (shared), active [P, L] (default all). Returns
+    [P] int32 arrays: global requests, sectors, lines; shared wavefronts, bank conflicts. For questions
+    such as "which stride or padding of a tile's rows is conflict-free" without emulating a kernel."""
+    from jaxsimt import banks, coalescing
+
+    addresses = jnp.asarray(addresses)
+    active = jnp.ones(addresses.shape, bool) if active is None else jnp.asarray(active, bool)
+    g = jax.jit(jax.vmap(lambda a, m: coalescing.coalesce(arch, a, size, m)))(addresses, active)
+    b = jax.jit(jax.vmap(lambda a, m: banks.bank_access(arch, a, size, m)))(addresses, active)
+    return {"requests": np.asarray(g.requests), "sectors": np.asarray(g.sectors), "lines": np.asarray(g.lines),
+            "wavefronts": np.asarray(b.wavefronts), "bank_conflicts": np.asarray(b.conflicts)}
+
+
 def tile_sweep(M: int, N: int, K: int, arch: str = "h200", configs: Optional[Sequence[tuple[str, dict]]] = None,
                progress: bool = True) -> list[dict]:
     """One row per configuration, in the order given (default `DEFAULT_CONFIGS`), with its counters,

@@ -1,5 +1,6 @@
 """The tile sweep: the vmapped models equal the per-configuration ones; the sweep's counters equal the
 ladder's fast path configuration by configuration; the winner is the fastest predicted."""
+import jax
 import numpy as np
 import pytest
 
@@ -63,3 +64,20 @@ def test_sweep_counters_equal_the_fast_path_and_the_best_is_fastest():
     assert [r["best"] for r in rows].count(True) == 1
     best = next(r for r in rows if r["best"])
     assert best["predicted_ms"] == min(r["predicted_ms"] for r in rows)
+
+
+def test_pattern_sweep_equals_one_pattern_at_a_time():
+    """The coalescer and bank model vmapped over access patterns (strides and row paddings)."""
+    from jaxsimt import banks, coalescing
+
+    lanes = np.arange(32)
+    pats = np.stack([lanes * s * 4 for s in range(1, 34)] + [(lanes % 8) * (32 + pad) * 4 for pad in range(4)])
+    got = ts.pattern_sweep("h200", pats, 4)
+    on = np.ones(32, bool)
+    one_c = jax.jit(lambda a: coalescing.coalesce("h200", a, 4, on))  # one pattern per call
+    one_b = jax.jit(lambda a: banks.bank_access("h200", a, 4, on))
+    for p, addr in enumerate(pats):
+        c, b = one_c(addr), one_b(addr)
+        assert (got["sectors"][p], got["requests"][p]) == (int(c.sectors), int(c.requests))
+        assert (got["wavefronts"][p], got["bank_conflicts"][p]) == (int(b.wavefronts), int(b.conflicts))
+    assert got["bank_conflicts"][1] > 0 and got["bank_conflicts"][0] == 0  # stride 2 conflicts, stride 1 not
