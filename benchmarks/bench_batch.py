@@ -131,6 +131,7 @@ def main():
                     help="device counts for the scaling run (default: 1 2 4 8 host devices on the CPU, "
                          "every power of two up to the device count elsewhere)")
     ap.add_argument("--blocks-per-wave", type=int, default=None)
+    ap.add_argument("--no-scaling", action="store_true", help="only the batched-vs-looped part")
     ap.add_argument("--scaling-only", action="store_true", help=argparse.SUPPRESS)  # the host-device subprocess
     args = ap.parse_args()
     dev = jax.devices()[0]
@@ -150,6 +151,9 @@ def main():
         print(f"{r['kernel']:>10} {r['batch']:>6} {r['looped_s']:>10.4f} {r['batched_s']:>10.4f} {r['speedup']:>8.1f} "
               f"{str(r['equal']):>6} {r['looped_first_s']:>13.2f} / {r['batched_first_s']:.2f}")
 
+    if args.no_scaling:
+        print(f"written {_write(out, plat)}")
+        return
     if plat == "cpu":
         counts = args.devices or [1, 2, 4, 8]
         bpw = args.blocks_per_wave or max(1, (args.scaling_n // 16) ** 2 // 8)  # 8 waves
