@@ -12,6 +12,7 @@ configuration with the smallest predicted time; `explain` says why, from its cou
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from typing import Optional, Sequence
@@ -75,6 +76,15 @@ def emulate(M: int, N: int, K: int, arch: str, configs: Sequence[tuple[str, dict
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _vmapped_cost():
+    """The cost model's time and bounds, vmapped over configurations (params shared), compiled once."""
+    from jaxsimt import cost
+
+    return (jax.jit(jax.vmap(cost.predict_seconds, in_axes=(0, None, 0, 0))),
+            jax.jit(jax.vmap(cost.bounds, in_axes=(0, None, 0, 0))))
+
+
 def models(arch: str, stats: list[dict], M: int, N: int, K: int) -> dict:
     """Occupancy and the analytical cost model over all configurations at once (one vmapped call each).
 
@@ -97,10 +107,9 @@ def models(arch: str, stats: list[dict], M: int, N: int, K: int) -> dict:
     C = len(stats)
     dram = jnp.full((C,), 4.0 * (M * K + K * N + M * N))
     fmas = jnp.full((C,), float(M) * N * K)
-    predict = jax.jit(jax.vmap(lambda s, d, f: cost.predict_seconds(s, params, d, f)))
-    bounds = jax.jit(jax.vmap(lambda s, d, f: cost.bounds(s, params, d, f)))
-    return {"predicted_s": np.asarray(predict(stacked, dram, fmas)),
-            "bounds_s": {k: np.asarray(v) for k, v in bounds(stacked, dram, fmas).items()},
+    predict, bounds = _vmapped_cost()
+    return {"predicted_s": np.asarray(predict(stacked, params, dram, fmas)),
+            "bounds_s": {k: np.asarray(v) for k, v in bounds(stacked, params, dram, fmas).items()},
             "occupancy": np.asarray(occ["occupancy"]), "active_blocks_per_sm": np.asarray(occ["active_blocks_per_sm"]),
             "limiter": np.asarray(occ["limiter"])}
 
