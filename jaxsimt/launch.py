@@ -18,10 +18,11 @@ from jaxsimt import types as T
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
 from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
-from jaxsimt.its import ItsMachine, deadlock_report, stuck_report
+from jaxsimt.its import ItsMachine
 from jaxsimt.machine import MEM_COLUMNS, Dyn, Geometry, Layout, Machine, Options
 from jaxsimt.occupancy import occupancy
 from jaxsimt.program import Program, estimate_registers
+from jaxsimt.stuck import deadlock_report, stuck_report
 
 DEFAULT_THREADS_PER_WAVE = 1 << 19
 

@@ -5,6 +5,8 @@ runs that block — compiled as one function over all warps of the wave, through
 any vmap — for exactly those warps under their active masks, and updates their reconvergence stacks.
 Barriers release when every unfinished warp of a block waits. No Python loop runs over threads, warps
 or instructions at run time: Python only unrolls a block's instructions while tracing it.
+Independent Thread Scheduling (launch mode "its") swaps the stacks for per-lane pcs in
+`jaxsimt.its.ItsMachine`, which reuses this machine's block functions, memory model and counters.
 
 Shapes: W = warps in a wave (blocks per wave x warps per block), L = warp size, D = stack depth,
 NB = basic blocks, NI = instructions, I = items of a batched launch (1 for a plain launch).
