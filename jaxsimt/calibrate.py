@@ -197,8 +197,9 @@ def log_errors(params: dict, gs, samples: list[Sample]):
 
 
 def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 0.08, prior: float = 0.02,
-        log=print):
-    """Fit FIT (log scale, Adam) on the training samples. Returns (params, history of (step, loss, s))."""
+        log=print, on_step=None):
+    """Fit FIT (log scale, Adam) on the training samples. Returns (params, history of (step, loss, s)).
+    on_step(step, params): called after every update (e.g. to save the parameters so far)."""
     import optax
 
     train = [s for s in samples if s.split == "train"]
@@ -235,6 +236,8 @@ def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 
         theta = optax.apply_updates(theta, upd)
         hist.append((i, float(val), time.perf_counter() - t0))
         log(f"step {i:3d}  loss {float(val):.4f}  ({time.perf_counter() - t0:.0f} s)")
+        if on_step is not None:
+            on_step(i, params_of(theta))
     return {k: v for k, v in params_of(theta).items()}, hist
 
 

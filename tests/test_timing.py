@@ -175,3 +175,14 @@ def test_launch_with_timing_reports_cycles_stalls_and_a_timeline_plot(tmp_path):
     path = tmp_path / "timeline.png"
     tm.plot_timeline(r.timing["output"], str(path))
     assert path.stat().st_size > 1000
+
+
+def test_calibration_split_holds_out_a_family_and_the_timed_ladder():
+    from jaxsimt import calibrate
+
+    assert calibrate._split("micro_shared", 0) == calibrate._split("micro_divergence", 0) == "train"
+    assert calibrate._split("micro_global", 0) == "held_out"
+    assert calibrate._split("ladder", 256) == "train"
+    assert all(calibrate._split("ladder", n) == "held_out" for n in (1024, 2048, 4096))
+    assert calibrate.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert calibrate.spearman([1, 2, 3, 4], [40, 30, 20, 10]) == pytest.approx(-1.0)
