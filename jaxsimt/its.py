@@ -38,7 +38,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxsimt import errors
-from jaxsimt.machine import EXTRA_OPS, RECENT, Machine, State
+from jaxsimt.machine import EXTRA_OPS, RECENT, Machine, State, pick_block
 from jaxsimt.program import FALL, Block, Imm, Program, Terminator
 
 FULL = 0xFFFFFFFF
@@ -131,17 +131,6 @@ def init(valid, exit_pc: int) -> Lanes:
     """valid: [W, L] bool lanes that are threads of a running block; they start at block 0."""
     z = jnp.zeros(valid.shape, bool)
     return Lanes(jnp.where(valid, 0, exit_pc).astype(jnp.int32), z, z, jnp.zeros(valid.shape[:1], jnp.int32))
-
-
-def pick_block(pc, ready, age, n_blocks: int):
-    """The block the step runs: where the most warps' chosen groups stand, unless a ready warp has waited
-    more than `n_blocks` steps: then that (the longest-waiting) warp's block. Any cycle of blocks that
-    the majority runs is at most n_blocks long, so a warp that waits longer would otherwise starve
-    (e.g. the holder of a lock that other warps spin on)."""
-    counts = jnp.zeros((n_blocks + 1,), jnp.int32).at[jnp.where(ready, pc, n_blocks)].add(1)[:n_blocks]
-    waited = jnp.where(ready, age, -1)
-    oldest = jnp.argmax(waited)
-    return jnp.where(waited[oldest] > n_blocks, pc[oldest], jnp.argmax(counts)).astype(jnp.int32)
 
 
 def held_at_sync(lanes: Lanes, live, sync: dict, lane_bit):

@@ -1,6 +1,7 @@
 """The machine: a whole wave of thread blocks as array state, run by one `lax.while_loop`.
 
-Each step picks the basic block at which the most ready warps stand (the pc of their stack's top entry),
+Each step picks the basic block at which the most ready warps stand (the pc of their stack's top entry;
+a warp left waiting longer than the program has blocks goes first, so none starves),
 runs that block — compiled as one function over all warps of the wave, through a `lax.switch` outside
 any vmap — for exactly those warps under their active masks, and updates their reconvergence stacks.
 Barriers release when every unfinished warp of a block waits. No Python loop runs over threads, warps
@@ -108,6 +109,7 @@ class State(NamedTuple):
     trace: tuple  # () or (block [S] int32, mask [S, W] uint32, sp [S, W] int32)
     recent: jnp.ndarray = None  # [RECENT] int32  block run by the last RECENT steps (ring, index steps % RECENT)
     cache: tuple = ()  # () or rocache.Cache: the read-only/texture cache of each block of the wave
+    age: jnp.ndarray = None  # [W] int32  steps since the warp last ran while it was ready (stack mode)
 
 
 class Options(NamedTuple):
@@ -348,6 +350,17 @@ def reinterpret(x, src: T.DType, dst: T.DType):
     return jax.lax.bitcast_convert_type(u, dst.np_dtype)
 
 
+def pick_block(pc, ready, age, n_blocks: int):
+    """The block a step runs: where the most ready warps stand (pc [W]), unless a ready warp has waited
+    more than `n_blocks` steps (age [W]): then that, the longest-waiting, warp's block. Any cycle of blocks
+    that the majority runs is at most n_blocks long, so a warp that waits longer would otherwise starve
+    (e.g. the holder of a lock that the other warps spin on), which no hardware warp scheduler does."""
+    counts = jnp.zeros((n_blocks + 1,), jnp.int32).at[jnp.where(ready, pc, n_blocks)].add(1)[:n_blocks]
+    waited = jnp.where(ready, age, -1)
+    oldest = jnp.argmax(waited)
+    return jnp.where(waited[oldest] > n_blocks, pc[oldest], jnp.argmax(counts)).astype(jnp.int32)
+
+
 def record_fault(fault, code: int, pc, bad, addr, wave):
     """Keep the first fault: (code, pc, warp, lane, address, wave) of the lowest faulting lane."""
     L = bad.shape[-1]
@@ -505,8 +518,7 @@ class Machine:
         top_pc, _, top_mask = stack.top(s.stack)
         alive = s.stack.sp > 0
         ready = alive & ~s.waiting
-        counts = jnp.zeros((NB + 1,), jnp.int32).at[jnp.where(ready, top_pc, NB)].add(1)[:NB]
-        b = jnp.argmax(counts).astype(jnp.int32)
+        b = pick_block(top_pc, ready, s.age, NB)
         sel = ready & (top_pc == b)
         mask = jnp.where(sel, top_mask & ~s.exited, jnp.uint32(0))
         active = self.unpack(mask)
@@ -557,7 +569,8 @@ class Machine:
             warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
             thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
             divergent=s.divergent.at[:, b].add(self.tally(div, item)),
-            max_depth=jnp.maximum(s.max_depth, self.item_max(st.sp, item)))
+            max_depth=jnp.maximum(s.max_depth, self.item_max(st.sp, item)),
+            age=jnp.where(ready & ~sel, s.age + 1, 0))
 
     def item_max(self, x, item):
         """[W] int32 -> [I] maxima per batch item (items without a warp here: int32 min)."""
@@ -591,6 +604,7 @@ class Machine:
             exited=jnp.zeros((W,), jnp.uint32), waiting=jnp.zeros((W,), bool), steps=jnp.int32(0), zero=zero,
             warp_exec=warp_exec, thread_exec=thread_exec, divergent=divergent, max_depth=max_depth, mem=mem,
             fault=jnp.zeros((6,), jnp.int64), trace=trace, recent=jnp.full((RECENT,), -1, jnp.int32),
+            age=jnp.zeros((W,), jnp.int32),
             cache=rocache.init(g.ctas_per_wave, self.options.ro_cache) if self.uses_ro_cache else ())
 
     def _run_wave(self, gmem, counters, wave, dyn: Dyn, zero):

@@ -76,10 +76,9 @@ def stuck_report(m: Machine, geo, grid, wave: int, where, cta_table) -> str:
     starved = [] if its_mode else [int(w) % wpb for w in stuck if int(pcs[w]) not in cycle]
     if starved and atomics:
         cause = (f"likely cause: warps spin (on a lock?) while warp(s) {', '.join(map(str, starved[:4]))} of their "
-                 f"block, standing elsewhere (the lock's holder?), never get a step: the stack-mode scheduler runs the "
-                 f"block where the most warps stand, so a lock held by a warp that is alone there livelocks here "
-                 f"(an inter-warp lock; a limit of the emulator's stack-mode scheduler, not of the hardware). "
-                 f"mode='its' (Volta and later) schedules warps fairly")
+                 f"block stand elsewhere (the lock's holder?): either the budget ran out while a contended lock "
+                 f"was being passed on (raise max_steps; waiting warps are aged, so the holder does get steps) "
+                 f"or the holder waits for something the spinning warps never do (e.g. a barrier)")
     elif diverged and atomics:
         cause = ("likely cause: an intra-warp lock (spin lock): lanes of one warp spin on a lock held by another "
                  "lane of the same warp, which under stack-based reconvergence cannot run until the spinning "

@@ -344,10 +344,8 @@ def inter_warp_lock(lock: js.Ptr[js.s32], counter: js.Ptr[js.s32]):
 
 @pytest.mark.slow
 def test_inter_warp_lock():
-    r = js.launch(inter_warp_lock, 1, 128, _spin_args(), mode="its", max_steps=3000)
-    assert r["counter"].tolist() == [4]
-    # The stack-mode scheduler (the block where most warps stand) starves the holder's warp: a limit of the
-    # emulator, not of the hardware, reported as such. (When that scheduler ages waiting warps as ITS mode
-    # does, this launch completes and this part of the test changes.)
-    with pytest.raises(js.StepBudgetExceeded, match=r"warp\(s\) 0 of their block.*inter-warp lock"):
-        js.launch(inter_warp_lock, 1, 128, _spin_args(), max_steps=3000)
+    # A lock between warps works in both modes, as on pre-Volta hardware: the scheduler ages waiting warps,
+    # so the holder's warp gets its step although the spinning warps outnumber it.
+    for mode in ("its", "stack"):
+        r = js.launch(inter_warp_lock, 1, 128, _spin_args(), mode=mode, max_steps=3000)
+        assert r["counter"].tolist() == [4], mode
