@@ -116,6 +116,8 @@ def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str =
 
 def _pad_to(a, shape, value):
     a = np.asarray(a)
+    if a.ndim == 0:
+        return a
     return np.pad(a, [(0, s - d) for s, d in zip(shape, a.shape)], constant_values=value)
 
 
