@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,9 @@ class Arch:
     register_banks: int
 
     timing: Timing = field(repr=False, default=None)  # type: ignore[assignment]
+    # the cycle-level model's parameters fitted to measurements (jaxsimt.calibrate); None: `timing`'s
+    # starting values. The analytical model (jaxsimt.cost) keeps using `timing`.
+    timing_fitted: Optional[Timing] = field(repr=False, default=None)
 
     # --- memory-model details (issue 3); defaults are the Fermi-and-later / Hopper values ---
     # lanes served together per shared-memory wavefront group, by access size in bytes: the warp is cut into

@@ -206,7 +206,7 @@ def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 
 
     train = [s for s in samples if s.split == "train"]
     gs = groups(train)
-    base = timing.params_of(arch)
+    base = timing.starting_params(arch)
     theta = {k: jnp.float32(0.0) for k in FIT}
 
     # the micro-kernels' times also fix the launch overhead: time - busiest SM's cycles at the clock

@@ -56,7 +56,15 @@ MAX_STEPS = 8192  # replay window: longer queues are extrapolated from its secon
 
 
 def params_of(arch: "Arch | str") -> dict:
-    """The architecture's timing parameters as a dict of float32 scalars (a pytree for jax.grad)."""
+    """The architecture's timing parameters as a dict of float32 scalars (a pytree for jax.grad): the
+    calibrated ones (`Arch.timing_fitted`) where they exist, else the starting values (`Arch.timing`)."""
+    arch = get_arch(arch)
+    t = arch.timing_fitted or arch.timing
+    return {k: jnp.asarray(float(v), jnp.float32) for k, v in dataclasses.asdict(t).items()}
+
+
+def starting_params(arch: "Arch | str") -> dict:
+    """The architecture's starting (uncalibrated) timing parameters, as `params_of`."""
     arch = get_arch(arch)
     return {k: jnp.asarray(float(v), jnp.float32) for k, v in dataclasses.asdict(arch.timing).items()}
 
