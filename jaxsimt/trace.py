@@ -124,21 +124,23 @@ def streams(prog: Program, step_block: np.ndarray, step_mask: np.ndarray, max_le
     ran = np.asarray(step_mask) != 0
     b = np.asarray(step_block, np.int64)
     W = ran.shape[1]
-    out, lens = [], np.zeros(W, np.int64)
-    for w in range(W):  # once per warp at trace-build time, vectorized over its steps
-        bs = b[ran[:, w]]
-        n = nins[bs]
-        lens[w] = n.sum()
-        if max_len:
-            keep = np.cumsum(n) - n < max_len
-            bs, n = bs[keep], n[keep]
-        starts = np.repeat(pcs0[bs] - (np.cumsum(n) - n), n)
-        seq = starts + np.arange(int(n.sum()))
-        out.append(seq[:max_len] if max_len else seq)
-    L = max(1, max((len(s) for s in out), default=1))
+    # every (warp, step) at which the warp ran, warp-major: each warp's blocks in step order
+    w_of, step = np.nonzero(ran.T)
+    bs = b[step]
+    n = nins[bs]
+    lens = np.bincount(w_of, weights=n, minlength=W).astype(np.int64)
+    first = np.cumsum(n) - n  # each executed block's first position in the concatenated streams
+    warp_base = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    k = np.arange(int(n.sum())) - np.repeat(first, n)  # instruction index within its block
+    pos = np.repeat(first - warp_base[w_of], n) + k  # position in its warp's stream
+    pc = np.repeat(pcs0[bs], n) + k
+    w_i = np.repeat(w_of, n)
+    if max_len:
+        keep = pos < max_len
+        pos, pc, w_i = pos[keep], pc[keep], w_i[keep]
+    L = max(1, int(min(lens.max(initial=0), max_len) if max_len else lens.max(initial=0)))
     pcs = np.full((W, L), -1, np.int32)
-    for w, s in enumerate(out):
-        pcs[w, :len(s)] = s
+    pcs[w_i, pos] = pc
     return pcs, lens
 
 
