@@ -195,10 +195,7 @@ class ItsMachine(Machine):
         mask = self.pack(active)
 
         item = self.item_of_warp(wave, dyn)
-        if NB > 1:
-            s, taken = lax.switch(b, fns, s, active, wave, dyn)
-        else:
-            s, taken = fns[0](s, active, wave, dyn)
+        s, taken = self._run_block(b, fns, s, active, wave, dyn)
         fault = s.fault
 
         kind, target, fall = self.t_kind[b], self.t_target[b], self.t_fall[b]

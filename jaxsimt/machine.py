@@ -512,6 +512,13 @@ class Machine:
 
         return fn
 
+    def _run_block(self, b, fns, s: State, active, wave, dyn: Dyn):
+        """Run block b's instructions (one `lax.switch` branch per block) for the `active` lanes [W, L];
+        returns (state, lanes whose branch predicate holds [W] uint32)."""
+        if len(fns) > 1:
+            return lax.switch(b, fns, s, active, wave, dyn)
+        return fns[0](s, active, wave, dyn)
+
     # -- the shared part of a step: scheduling, terminators, stacks, barriers --
     def _step(self, s: State, wave, dyn: Dyn, fns) -> State:
         g, NB = self.geo, self.NB
@@ -524,10 +531,7 @@ class Machine:
         active = self.unpack(mask)
 
         item = self.item_of_warp(wave, dyn)
-        if NB > 1:
-            s, taken = lax.switch(b, fns, s, active, wave, dyn)
-        else:
-            s, taken = fns[0](s, active, wave, dyn)
+        s, taken = self._run_block(b, fns, s, active, wave, dyn)
         regs, gmem, smem, lmem, mem, fault = s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault
 
         kind, target, fall, reconv, tpc = (self.t_kind[b], self.t_target[b], self.t_fall[b], self.t_reconv[b],
