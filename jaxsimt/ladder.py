@@ -15,7 +15,7 @@ import argparse
 import json
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 

@@ -14,7 +14,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsimt import constcache, errors, generic, regbanks, rocache, texture  # generic, texture: their ops
-from jaxsimt import types as T
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
 from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
@@ -408,7 +407,7 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
     for blk, (pc0, n) in zip(prog.blocks, m.block_pcs):
         for j, outer in enumerate(blk.all_instrs()):
             pc = pc0 + j
-            ins = outer.attr("inner") or outer  # a predicated (guarded) instruction counts as its inner op
+            ins = outer.operation  # a predicated (guarded) instruction counts as its inner op
             row = {"pc": pc, "block": blk.index, "op": ins.op, "line": ins.loc.line if ins.loc else 0,
                    "source": ins.loc.text.strip() if ins.loc else "",
                    "warp_exec": int(warp_exec[blk.index]), "thread_exec": int(thread_exec[blk.index])}
@@ -510,7 +509,7 @@ def _machine_feature_stats(prog: Program, arch: Arch, per_instr: list, mem) -> d
     extra = regbanks.extra_cycles(prog, arch)
     out = {regbanks.METRIC: 0}
     for (_, outer), row in zip(prog.instructions(), per_instr):
-        ins = outer.attr("inner") or outer
+        ins = outer.operation
         path = ins.attr("cache")
         if path in ("ro", "tex"):
             row.setdefault("space", "texture" if path == "tex" else ins.attr("space"))
@@ -553,7 +552,7 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_s
     if code in (errors.OOB_GLOBAL, errors.OOB_SHARED, errors.OOB_LOCAL):
         space = {errors.OOB_GLOBAL: "global", errors.OOB_SHARED: "shared", errors.OOB_LOCAL: "local"}[code]
         ins = instrs[pc][1]
-        ins = ins.attr("inner") or ins
+        ins = ins.operation
         arr = ins.attr("array")
         kind = "load" if ins.op == "ld" else "store" if ins.op == "st" else "atomic"
         if arr is None or space == "local":

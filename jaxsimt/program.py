@@ -67,6 +67,12 @@ class Instr:
                 return v
         return default
 
+    @property
+    def operation(self) -> "Instr":
+        """The instruction that does the work: the inner one of a predicated wrapper (PTX `@%p op`,
+        lowered to `ptx.guard` with attr `inner`), else this one. Counters and models classify by it."""
+        return self.attr("inner") or self
+
     def __repr__(self) -> str:
         a = "".join(f".{k}={v}" for k, v in self.attrs)
         return f"{self.op}{a} {', '.join(map(repr, self.dst))} <- {', '.join(map(repr, self.src))}"

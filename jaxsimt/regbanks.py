@@ -44,8 +44,7 @@ def register_number(reg: Reg, ptx: bool) -> int:
 
 def source_registers(ins: Instr) -> list[Reg]:
     """Distinct non-predicate registers read by `ins` (a guard's inner instruction for guarded ones)."""
-    inner = ins.attr("inner")
-    srcs = inner.src if isinstance(inner, Instr) else ins.src
+    srcs = ins.operation.src
     out: list[Reg] = []
     for x in srcs:
         if isinstance(x, Reg) and x.dtype != T.pred and x not in out:

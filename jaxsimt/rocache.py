@@ -67,7 +67,7 @@ class Cache(NamedTuple):
 
 def used_by(program) -> bool:
     """Whether any instruction of `program` loads through the read-only/texture path."""
-    return any((ins.attr("inner") or ins).attr("cache") in ("ro", "tex") for _, ins in program.instructions())
+    return any(ins.operation.attr("cache") in ("ro", "tex") for _, ins in program.instructions())
 
 
 def init(n_blocks: int, cs: CacheShape) -> Cache:

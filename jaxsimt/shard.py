@@ -45,7 +45,7 @@ def check_mergeable(prog) -> None:
     from jaxsimt import errors, types as T
 
     for _, outer in prog.instructions():
-        ins = outer.attr("inner") or outer
+        ins = outer.operation
         if ins.op != "atom" or ins.attr("space") == "shared":
             continue
         t = T.BY_NAME[ins.attr("type")]

@@ -13,8 +13,7 @@ from jaxsimt.machine import Machine
 
 
 def _is_atomic(ins) -> bool:
-    inner = ins.attr("inner") if ins.op == "ptx.guard" else None
-    return (inner or ins).op == "atom"
+    return ins.operation.op == "atom"
 
 
 def stuck_report(m: Machine, geo, grid, wave: int, where, cta_table) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jaxsimt.program import Imm, Instr, Program, Reg
+from jaxsimt.program import Instr, Program, Reg
 
 # Timing classes (indices into the per-class latency / issue-interval tables of jaxsimt.timing)
 ALU, FP32, SFU, TENSOR, SHARED, GLOBAL, BARRIER, CONTROL, SHUFFLE = range(9)
@@ -98,11 +98,11 @@ def static_tables(prog: Program):
     src = np.full((NI, NS), -1, np.int32)
     written: dict[int, int] = {}
     for _, outer in instrs:
-        inner = outer.attr("inner") or outer
+        inner = outer.operation
         for r in tuple(outer.dst) + tuple(inner.dst):
             written.setdefault(r.index, len(written))
     for pc, (_, outer) in enumerate(instrs):
-        inner = outer.attr("inner") or outer
+        inner = outer.operation
         cls[pc] = timing_class(inner)
         ds = sorted({written[r.index] for r in tuple(outer.dst) + tuple(inner.dst)})
         ss = sorted({written[r.index] for r in tuple(outer.src) + tuple(inner.src)

@@ -1113,8 +1113,6 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
 def hidden_arrays(prog: Program, grid, block) -> list:
     """The hidden array arguments of a lowered program for a launch of `grid` x `block` threads."""
     out = []
-    g = np.prod([int(v) for v in (list(grid) + [1, 1])[:3]])
-    b = np.prod([int(v) for v in (list(block) + [1, 1])[:3]])
     for h in getattr(prog, "ptx_hidden", []):
         out.append(np.frombuffer(h.data, np.uint8).copy() if h.data else np.zeros(1, np.uint8))
     return out
