@@ -26,26 +26,59 @@ from jaxsimt import calibrate, timing
 
 
 def samples(cache: str, quick: bool):
-    if cache and os.path.exists(cache):
-        with open(cache, "rb") as f:
-            s = pickle.load(f)
-        for x in s:  # the current split and replay window
-            x.split = calibrate._split(x.family, x.size)
-            x.work = timing.with_window(x.work, timing.MAX_STEPS)
-        return s
-    t0 = time.perf_counter()
+    """Trace the calibration samples, or load them from `cache`: a directory with one pickle per sample
+    (missing ones are traced and added, so an interrupted run resumes) or a single pickle file."""
     names = None
     if quick:
         names = {"smem_stride_s1", "smem_stride_s2", "smem_reduce_interleaved", "glob_ld_stride1", "glob_st_stride32",
                  "div_nested"}
-    s = calibrate.micro_samples(names=names)
     sizes = (256, 1024) if quick else calibrate.LADDER_TRAIN_SIZES + calibrate.LADDER_HELD_OUT_SIZES
-    s += calibrate.ladder_samples(sizes)
-    print(f"traced {len(s)} samples in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    if cache:
-        with open(cache, "wb") as f:
-            pickle.dump(s, f)
+    if cache and os.path.isfile(cache):
+        with open(cache, "rb") as f:
+            s = pickle.load(f)
+    else:
+        t0 = time.perf_counter()
+        s = []
+        if cache:
+            os.makedirs(cache, exist_ok=True)
+        from jaxsimt import fixtures, ladder
+        from jaxsimt.kernels import collection
+        hw = fixtures.ncu_metrics("h200")
+        todo = [("micro", c.name, 0) for c in collection.CASES if c.fixture and c.name in hw
+                and (names is None or c.name in names)]
+        todo += [("ladder", r.name, n) for n in sizes for r in ladder.rungs()]
+        for kind, name, n in todo:
+            path = os.path.join(cache, f"{name}@{n}.pkl" if n else f"{name}.pkl") if cache else ""
+            if path and os.path.exists(path):
+                with open(path, "rb") as f:
+                    s.append(pickle.load(f))
+                continue
+            got = (calibrate.micro_samples(names={name}) if kind == "micro"
+                   else calibrate.ladder_samples((n,), rungs={name}))
+            if not got:
+                continue
+            if path:
+                with open(path, "wb") as f:
+                    pickle.dump(got[0], f)
+            s.append(got[0])
+            print(f"traced {name}{'@' + str(n) if n else ''} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    for x in s:  # the current split and replay window
+        x.split = calibrate._split(x.family, x.size)
+        x.work = timing.with_window(x.work, timing.MAX_STEPS)
     return s
+
+
+def analytical_ladder(rows) -> None:
+    """Add the analytical model's prediction to every ladder row (`analytical_ms`, `analytical_error`)."""
+    from jaxsimt import ladder
+
+    by = {r.name: r for r in ladder.rungs()}
+    for r in rows:
+        if r["family"] == "ladder":
+            n = r["size"]
+            a = ladder.analyse(by[r["name"]], n, n, n, "h200")
+            r["analytical_ms"] = a["predicted_ms_analytical"]
+            r["analytical_error"] = (a["predicted_ms_analytical"] - r["measured_ms"]) / r["measured_ms"]
 
 
 def accuracy(rows) -> dict:
@@ -58,15 +91,21 @@ def accuracy(rows) -> dict:
             out[split][fam] = {"n": len(f), "mape_ms": calibrate.mape(f), "mape_cycles": calibrate.mape(f, "cycles_error")}
     lad = [r for r in rows if r["family"] == "ladder"]
     out["ladder"] = {"mape_ms": calibrate.mape(lad)}
+    if lad and "analytical_error" in lad[0]:
+        out["ladder"]["analytical_mape_ms"] = calibrate.mape(lad, "analytical_error")
     for n in sorted({r["size"] for r in lad}):
         f = [r for r in lad if r["size"] == n]
         meas = [r["measured_ms"] for r in f]
         pred = [r["predicted_ms"] for r in f]
         out["ladder"][str(n)] = {
             "mape_ms": calibrate.mape(f), "spearman": calibrate.spearman(pred, meas),
+            **({"analytical_mape_ms": calibrate.mape(f, "analytical_error"),
+                "analytical_spearman": calibrate.spearman([r["analytical_ms"] for r in f], meas)}
+               if "analytical_error" in f[0] else {}),
             "order_right": [r["name"] for r in sorted(f, key=lambda r: r["predicted_ms"])]
             == [r["name"] for r in sorted(f, key=lambda r: r["measured_ms"])],
-            "rungs": {r["name"]: {"measured_ms": r["measured_ms"], "predicted_ms": r["predicted_ms"]} for r in f}}
+            "rungs": {r["name"]: {"measured_ms": r["measured_ms"], "predicted_ms": r["predicted_ms"],
+                                  "analytical_ms": r.get("analytical_ms")} for r in f}}
     return out
 
 
@@ -97,7 +136,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calibrate", action="store_true", help="fit the parameters on the training split first")
     ap.add_argument("--steps", type=int, default=40, help="Adam steps of the calibration")
-    ap.add_argument("--cache", default="", help="pickle of the traced samples (reused when present)")
+    ap.add_argument("--cache", default="", help="directory of traced samples, one pickle each (reused when present,"
+                    " missing ones traced and added), or one pickle file")
+    ap.add_argument("--starting", action="store_true", help="evaluate the starting (uncalibrated) parameters")
     ap.add_argument("--quick", action="store_true", help="a few kernels only (smoke test)")
     ap.add_argument("--throughput-only", action="store_true")
     ap.add_argument("--out", default="")
@@ -110,7 +151,7 @@ def main(argv=None) -> int:
         a.throughput_only = True
     else:
         s = samples(a.cache, a.quick)
-    params = timing.params_of("h200")
+    params = timing.starting_params("h200") if a.starting else timing.params_of("h200")
     result = {"platform": platform.platform(), "jax": jax.__version__, "device": str(jax.devices()[0])}
     if not a.throughput_only:
         if a.calibrate:
@@ -119,6 +160,7 @@ def main(argv=None) -> int:
                                      "timing_literal": calibrate.timing_literal(params)}
             print(calibrate.timing_literal(params), file=sys.stderr)
         rows = calibrate.evaluate(s, params)
+        analytical_ladder(rows)
         result["accuracy"] = accuracy(rows)
         result["rows"] = rows
         acc = result["accuracy"]
@@ -132,9 +174,11 @@ def main(argv=None) -> int:
         for n, v in acc["ladder"].items():
             if isinstance(v, dict):
                 print(f"ladder {n}: MAPE {v['mape_ms']:.1f}%  Spearman {v['spearman']:.3f}  order right: "
-                      f"{v['order_right']}")
+                      f"{v['order_right']}   (analytical model: MAPE {v.get('analytical_mape_ms', float('nan')):.1f}%"
+                      f"  Spearman {v.get('analytical_spearman', float('nan')):.3f})")
                 for name, r in v["rungs"].items():
-                    print(f"    {name:<18} measured {r['measured_ms']:9.4f} ms  predicted {r['predicted_ms']:9.4f} ms")
+                    print(f"    {name:<18} measured {r['measured_ms']:9.4f} ms  cycle-level {r['predicted_ms']:9.4f} ms"
+                          f"  analytical {r['analytical_ms'] or float('nan'):9.4f} ms")
     result["throughput"] = throughput(s, params)
     tp = result["throughput"]
     print(f"replay: {tp['warp_instructions_per_s']:.3g} warp instructions/s ({tp['sample']}, {tp['sms']} SM(s), "

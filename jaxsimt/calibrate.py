@@ -8,8 +8,9 @@ Split (held out by kernel family and by size, never by chance):
 * train: the micro_shared and micro_divergence families and the ladder at 256^3 (ncu);
 * held out: the whole micro_global family, and the ladder at 1024^3, 2048^3 and 4096^3 (CUDA events).
 
-The fit minimises the mean squared log error of the predicted busiest-SM cycles over the training
-samples (plus, with a smaller weight, of their kernel times, which fixes the launch overhead), in log space around the architecture's starting values
+The fit minimises the squared log error of the predicted busiest-SM cycles over the training samples,
+each family weighing the same (plus, with a smaller weight, of their kernel times, which fixes the launch
+overhead), in log space around the architecture's starting values
 with an L2 pull toward them (parameters move only as far as the data asks), with Adam. Gradients come
 from `jax.grad` through the replay.
 """
@@ -60,29 +61,31 @@ def _split(family: str, size: int) -> str:
 
 
 def micro_samples(arch: str = "h200", names=None, max_steps: int = timing.MAX_STEPS) -> list[Sample]:
-    """The profiled micro-kernels, each traced (every block) with the registers ptxas gave it."""
-    import jaxsimt as js
+    """The profiled micro-kernels as nvcc compiled them (`jaxsimt.kernels.collection`, the PTX the H200
+    ran), each traced (every block) with the registers ptxas gave it."""
     from jaxsimt import fixtures
-    from jaxsimt.kernels.micro import REGISTRY
+    from jaxsimt.kernels import collection
 
     hw_all = fixtures.ncu_metrics(arch)
     out = []
-    for name, m in REGISTRY.items():
-        if name not in hw_all or (names is not None and name not in names):
+    for case in collection.CASES:
+        name = case.name
+        if not case.fixture or name not in hw_all or (names is not None and name not in names):
             continue
         hw = hw_all[name]
-        r = js.launch(m.factory(), m.grid, m.block, m.args(), arch=arch, regs=int(hw["launch__registers_per_thread"]),
-                      trace=True, max_steps=200_000)
+        r, _ = collection.launch(case, arch=arch, regs=int(hw["launch__registers_per_thread"]), trace=True,
+                                 max_steps=200_000)
         t = tr.from_launch(r)
         work = timing.plan(t, arch, int(r.stats["active_blocks_per_sm"]), max_steps=max_steps)
-        out.append(Sample(name, m.program, 0, _split(m.program, 0), work, float(hw["sm__cycles_active.max"]),
+        out.append(Sample(name, case.program, 0, _split(case.program, 0), work, float(hw["sm__cycles_active.max"]),
                           float(hw["gpu__time_duration.sum"]) * 1e-6))
     return out
 
 
 def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str = "h200", rungs=None,
-                   max_steps: int = timing.MAX_STEPS) -> list[Sample]:
-    """The GEMM ladder's rungs at `sizes` (256: ncu cycles and time; larger: CUDA-event times)."""
+                   max_steps: int = timing.MAX_STEPS, log=None) -> list[Sample]:
+    """The GEMM ladder's rungs at `sizes` (256: ncu cycles and time; larger: CUDA-event times), traced from
+    the PTX the H200 ran (`ladder.trace_rung`)."""
     from jaxsimt import fixtures, ladder
 
     hw = fixtures.ncu_metrics(arch)
@@ -106,6 +109,8 @@ def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str =
             t, n_ctas = ladder.trace_rung(rung, n, n, n, arch, R)
             work = timing.plan(t, arch, R, n_ctas, max_steps=max_steps)
             out.append(Sample(rung.name, "ladder", n, _split("ladder", n), work, cycles, ms))
+            if log is not None:
+                log(f"traced {rung.name}@{n}")
     return out
 
 
@@ -217,6 +222,11 @@ def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 
     def params_of(th):
         return {**base, **{k: base[k] * jnp.exp(th[k]) for k in FIT}}
 
+    # every family weighs the same (the 33 smem_stride kernels would otherwise outvote the ladder)
+    fams = [s.family for s in train]
+    w = jnp.asarray([1.0 / (len(set(fams)) * fams.count(f)) for f in fams], jnp.float32)
+    w_ms = w[ms_idx] / jnp.sum(w[ms_idx])
+
     def loss(th):
         p = params_of(th)
         cyc = predict_cycles(p, gs, len(train))
@@ -224,7 +234,7 @@ def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 
         pred = jnp.where(jnp.asarray(use_c), cyc, timing.predicted_ms(cyc, p))
         err = jnp.log(pred / jnp.asarray(val, jnp.float32))
         err_ms = jnp.log(timing.predicted_ms(cyc[ms_idx], p) / ms_meas)
-        return (jnp.mean(err ** 2) + 0.25 * jnp.mean(err_ms ** 2)
+        return (jnp.sum(w * err ** 2) + 0.25 * jnp.sum(w_ms * err_ms ** 2)
                 + prior * sum(v ** 2 for v in th.values()) / len(th))
 
     vg = jax.jit(jax.value_and_grad(loss))

@@ -110,26 +110,39 @@ def analyse(rung: LadderRung, M: int, N: int, K: int, arch: str, timing: bool = 
     }
 
 
-def trace_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int):
+def trace_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, source: str = "ptx"):
     """The instruction trace of the blocks the busiest SM runs first (two rounds of its resident blocks,
-    or every block of a small grid), for the cycle-level model; returns (Trace, number of blocks)."""
+    or every block of a small grid), for the cycle-level model; returns (Trace, number of blocks).
+
+    source "ptx" (default): the rung as nvcc compiled it (`kernels/ptx/gemm_ladder.ptx`, the program the
+    H200 ran), whose instruction stream is within about 1.2-1.4x of the SASS's warp instructions (1.8x for
+    wmma); "dsl": the DSL copy, whose memory behaviour is the same but which issues about 2.3x the SASS's
+    instructions (no address folding or strength reduction)."""
     import jaxsimt as js
     from jaxsimt import errors
+    from jaxsimt import ptx
     from jaxsimt import timing
     from jaxsimt import trace as tr
     from jaxsimt.arch import get_arch
+    from jaxsimt.kernels import collection
     from jaxsimt.kernels.gemm import fast
 
+    if source not in ("ptx", "dsl"):
+        raise ValueError(f"trace_rung: source must be 'ptx' or 'dsl', not {source!r}")
     a = get_arch(arch)
     grid, block = rung.launch_config(M, N, K)
     g = tuple(grid) + (1,) * (3 - len(tuple(grid)))
     n_ctas = int(np.prod(g))
     ctas = timing.traced_blocks(n_ctas, blocks_per_sm, a.num_sms)
     steps = 16 * K + 4096
+    kw = dict(arch=arch, ctas=ctas.tolist(), data=False, trace=True, blocks_per_wave=len(ctas))
     while True:
         try:
-            r = js.launch(rung.kernel(), grid, block, rung.args(M, N, K), arch=arch, ctas=ctas.tolist(), data=False,
-                          trace=True, blocks_per_wave=len(ctas), max_steps=steps)
+            if source == "ptx":
+                r = ptx.launch(collection.ptx_path("gemm_ladder"), collection.GEMM_ENTRIES[rung.name], grid, block,
+                               collection.gemm_args(rung.name, M, N, K), max_steps=steps, **kw)
+            else:
+                r = js.launch(rung.kernel(), grid, block, rung.args(M, N, K), max_steps=steps, **kw)
             break
         except errors.StepBudgetExceeded:
             steps *= 4
@@ -138,6 +151,7 @@ def trace_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_s
     dram = tile.ab_bytes * (M * K + K * N) + 4 * M * N
     t = tr.from_launch(r, footprint_bytes_per_block=footprint, dram_bytes=dram, max_len=timing.MAX_STEPS)
     t.meta["n_ctas"] = n_ctas
+    t.meta["source"] = source
     return t, n_ctas
 
 

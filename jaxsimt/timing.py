@@ -278,7 +278,9 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
     chunk = jax.checkpoint(lambda c, _: inner(c, None)) if CHECKPOINT else (lambda c, _: inner(c, None))
     c, ys = lax.scan(chunk, c, None, length=shape.steps // shape.inner)
     ys = tuple(y.reshape(-1) for y in ys)
-    times = ys[0]
+    # issue times of the window; steps that issued nothing hold NaN in the timeline, 0 here (a NaN in an
+    # unselected branch of a jnp.where would still poison the gradient)
+    times = jnp.where(jnp.isnan(ys[0]), 0.0, ys[0])
     S = shape.steps
     finished = (c["qnext"] >= n_queue) & jnp.all(c["slot_tb"] < 0)
     # steady-state extrapolation for queues longer than the window
@@ -286,7 +288,7 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
     t_last, t_half = times[S - 1], times[h - 1]
     rate = (S - h) / jnp.maximum(t_last - t_half, 1e-3)
     extra = jnp.maximum(total - c["issued"], 0.0) / rate
-    window_end = jnp.where(finished, c["end_t"], jnp.nan_to_num(t_last) + 1.0)
+    window_end = jnp.where(finished, c["end_t"], t_last + 1.0)
     cycles = jnp.where(finished, c["end_t"], window_end + extra)
     running = (c["slot_tb"] >= 0)
     occ = c["occ"] + jnp.sum(jnp.where(running, jnp.sum(valid[None, :] & (bslot[None, :] == jnp.arange(RB)[:, None]),

@@ -266,7 +266,7 @@ for _k, _e in (("div_none", "_Z8div_nonePKjPjii"), ("div_halfwarp", "_Z12div_hal
         fixture=True, slow=_k != "div_nested")
 
 # ---------------------------------------------------------------------------------------- gemm_ladder
-_GEMM = {"naive_uncoalesced": "_Z22gemm_naive_uncoalescedPKfS0_Pfiii",
+GEMM_ENTRIES = _GEMM = {"naive_uncoalesced": "_Z22gemm_naive_uncoalescedPKfS0_Pfiii",
          "naive_coalesced": "_Z20gemm_naive_coalescedPKfS0_Pfiii", "smem_tiled": "_Z15gemm_smem_tiledPKfS0_Pfiii",
          "coarsened": "_Z14gemm_coarsenedPKfS0_Pfiii", "register_tiled": "_Z19gemm_register_tiledPKfS0_Pfiii",
          "wmma": "_Z9gemm_wmmaPK6__halfS1_Pfiii"}
@@ -355,6 +355,17 @@ for _N, _R in ((5, None), (64, 32), (64, 40), (96, 64), (128, 72), (256, 128), (
     add(f"pressure<{_N}{'' if _R is None else f',{_R}'}>", "occupancy", _e, (1,), (64,),
         (lambda N=_N: [np.random.default_rng(N).uniform(-1, 1, N * 64).astype(np.float32)]), _pressure_check,
         slow=_N != 5)
+
+
+def gemm_args(rung: str, M: int, N: int, K: int, rng=None) -> list:
+    """Arguments of a GEMM-ladder rung's entry (A, B, C, M, N, K): zeros, or uniform in [-1, 1) from `rng`
+    (f16 operands for wmma, f32 otherwise)."""
+    dt = np.float16 if rung == "wmma" else np.float32
+    if rng is None:
+        A, B = np.zeros((M, K), dt), np.zeros((K, N), dt)
+    else:
+        A, B = rng.uniform(-1, 1, (M, K)).astype(dt), rng.uniform(-1, 1, (K, N)).astype(dt)
+    return [A, B, np.zeros((M, N), np.float32), M, N, K]
 
 
 # ---------------------------------------------------------------------------------------- running
