@@ -25,9 +25,10 @@ import numpy as np
 from jaxsimt import calibrate, timing
 
 
-def samples(cache: str, quick: bool):
+def samples(cache: str, quick: bool, only_cached: bool = False):
     """Trace the calibration samples, or load them from `cache`: a directory with one pickle per sample
-    (missing ones are traced and added, so an interrupted run resumes) or a single pickle file."""
+    (missing ones are traced and added, so an interrupted run resumes, unless only_cached) or a single
+    pickle file."""
     names = None
     if quick:
         names = {"smem_stride_s1", "smem_stride_s2", "smem_reduce_interleaved", "glob_ld_stride1", "glob_st_stride32",
@@ -36,6 +37,11 @@ def samples(cache: str, quick: bool):
     if cache and os.path.isfile(cache):
         with open(cache, "rb") as f:
             s = pickle.load(f)
+    elif only_cached:
+        s = []
+        for name in sorted(os.listdir(cache)):
+            with open(os.path.join(cache, name), "rb") as f:
+                s.append(pickle.load(f))
     else:
         t0 = time.perf_counter()
         s = []
@@ -109,10 +115,17 @@ def accuracy(rows) -> dict:
     return out
 
 
-def throughput(s_all, params, repeats: int = 5) -> dict:
-    """Warp instructions replayed per second on the largest ladder replay (steady state) and its compile time."""
+def throughput_all(s_all, params, repeats: int = 5) -> list:
+    """Throughput on two ladder replays: the longest one-SM replay (a sequential scan) and the one with the
+    most simulated SMs (vmapped: what fills a device)."""
     lad = [s for s in s_all if s.family == "ladder"] or s_all
-    s = max(lad, key=lambda s: s.work.shape.steps * s.work.queues.shape[0])
+    one = max(lad, key=lambda s: (s.work.queues.shape[0] == 1, s.work.shape.steps * s.work.shape.warp_slots))
+    many = max(lad, key=lambda s: (s.work.queues.shape[0], s.work.shape.steps))
+    return [throughput(x, params, repeats) for x in ([one] if one is many else [one, many])]
+
+
+def throughput(s, params, repeats: int = 5) -> dict:
+    """Warp instructions replayed per second on one sample's replay (steady state) and its compile time."""
     w = s.work
     args = (params, w.kernel, jax.numpy.asarray(w.queues), jax.numpy.asarray(w.n_queue), jax.numpy.asarray(w.share),
             jax.numpy.asarray(w.total), jax.numpy.int32(1))
@@ -150,7 +163,7 @@ def main(argv=None) -> int:
         s = calibrate.ladder_samples((int(size),), rungs={rung})
         a.throughput_only = True
     else:
-        s = samples(a.cache, a.quick)
+        s = samples(a.cache, a.quick, only_cached=a.throughput_only and bool(a.cache))
     params = timing.starting_params("h200") if a.starting else timing.params_of("h200")
     result = {"platform": platform.platform(), "jax": jax.__version__, "device": str(jax.devices()[0])}
     if not a.throughput_only:
@@ -179,10 +192,10 @@ def main(argv=None) -> int:
                 for name, r in v["rungs"].items():
                     print(f"    {name:<18} measured {r['measured_ms']:9.4f} ms  cycle-level {r['predicted_ms']:9.4f} ms"
                           f"  analytical {r['analytical_ms'] or float('nan'):9.4f} ms")
-    result["throughput"] = throughput(s, params)
-    tp = result["throughput"]
-    print(f"replay: {tp['warp_instructions_per_s']:.3g} warp instructions/s ({tp['sample']}, {tp['sms']} SM(s), "
-          f"{tp['steps']} steps, median {tp['median_s']:.3f} s; compile {tp['compile_s']:.1f} s) on {tp['device']}")
+    result["throughput"] = throughput_all(s, params)
+    for tp in result["throughput"]:
+        print(f"replay: {tp['warp_instructions_per_s']:.3g} warp instructions/s ({tp['sample']}, {tp['sms']} SM(s), "
+              f"{tp['steps']} steps, median {tp['median_s']:.3f} s; compile {tp['compile_s']:.1f} s) on {tp['device']}")
     kind = "gpu" if jax.devices()[0].platform == "gpu" else "cpu"
     path = a.out or os.path.join(os.path.dirname(__file__), "results", f"timing_{kind}.json")
     with open(path, "w") as f:

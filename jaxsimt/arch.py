@@ -349,6 +349,43 @@ H100 = Arch(
     **_HOPPER_COMMON,
 )
 
+# The H200's cycle-level parameters fitted by `jaxsimt.calibrate.fit` on the training split (micro_shared,
+# micro_divergence, the GEMM ladder at 256^3; ncu cycles), from the starting values above:
+# `python benchmarks/bench_timing.py --calibrate`; held-out accuracy in docs/timing.md.
+_H200_FITTED = Timing(
+    clock_ghz=1.98,
+    alu_latency=6.61188,
+    fma_latency=4.51677,
+    sfu_latency=18,
+    tensor_latency=22.0235,
+    shared_latency=10.808,
+    l1_latency=82.3289,
+    l2_latency=162.754,
+    dram_latency=399.583,
+    fp32_lanes_per_sm=128,
+    sfu_lanes_per_sm=16,
+    lsu_lanes_per_sm=32,
+    tensor_flops_per_cycle_per_sm=4096,
+    shared_bytes_per_cycle_per_sm=128,
+    l2_bytes_per_cycle=3109.26,
+    dram_gbytes_per_s=4800,
+    branch_latency=14.8132,
+    barrier_latency=39.0048,
+    alu_issue=2.4843,
+    fp32_issue=0.981395,
+    sfu_issue=8,
+    tensor_issue=2,
+    lsu_issue=4.05496,
+    control_issue=1,
+    alu_dispatch_cycles=1.32834,
+    shared_cycles_per_wavefront=0.438976,
+    l1_sectors_per_cycle=1.4198,
+    mio_queue_cycles=13.8478,
+    lsu_queue_cycles=68.1119,
+    block_launch_cycles=519.01,
+    launch_overhead_us=1.4835,
+)
+
 H200 = Arch(
     name="h200",
     display_name="NVIDIA H200 SXM 141GB",
@@ -356,6 +393,7 @@ H200 = Arch(
     num_sms=132,
     l2_size=60 * 1024 * 1024,  # as the device reports it (cudaDeviceProp.l2CacheSize)
     timing=Timing(clock_ghz=1.98, dram_gbytes_per_s=4800.0, **_HOPPER_TIMING),
+    timing_fitted=_H200_FITTED,
     **_HOPPER_COMMON,
 )
 

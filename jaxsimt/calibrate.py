@@ -3,6 +3,7 @@
 Samples: every profiled micro-kernel (`jaxsimt/data/h200/ncu_metrics.csv`: the busiest SM's active cycles
 `sm__cycles_active.max` and the kernel time `gpu__time_duration.sum`), the GEMM ladder at 256^3 (same
 metrics) and the ladder at 1024^3, 2048^3 and 4096^3 (`timings.json`: median of CUDA-event timings).
+Every sample is traced from the PTX the H200 ran (`jaxsimt.kernels.collection`, `ladder.trace_rung`).
 
 Split (held out by kernel family and by size, never by chance):
 * train: the micro_shared and micro_divergence families and the ladder at 256^3 (ncu);
@@ -10,9 +11,10 @@ Split (held out by kernel family and by size, never by chance):
 
 The fit minimises the squared log error of the predicted busiest-SM cycles over the training samples,
 each family weighing the same (plus, with a smaller weight, of their kernel times, which fixes the launch
-overhead), in log space around the architecture's starting values
-with an L2 pull toward them (parameters move only as far as the data asks), with Adam. Gradients come
-from `jax.grad` through the replay.
+overhead), with Adam. Each parameter is fitted as a log-scale offset from the architecture's starting value,
+squashed to within a factor MAX_FACTOR of it, with an L2 pull toward it (parameters move only as far as the
+data asks); the L2 and DRAM latencies are fitted as increments over the level above, so that the memory
+hierarchy stays ordered. Gradients come from `jax.grad` through the replay.
 """
 from __future__ import annotations
 
@@ -203,8 +205,28 @@ def log_errors(params: dict, gs, samples: list[Sample]):
     return jnp.log(pred / jnp.asarray(val, jnp.float32))
 
 
+# memory latencies are fitted as increments over the level above, so that L1 <= L2 <= DRAM always holds
+LATENCY_LADDER = (("l2_latency", "l1_latency"), ("dram_latency", "l2_latency"))
+MAX_FACTOR = 3.0  # no parameter moves further than this factor from its starting value
+
+
+def constrained(base: dict, th: dict, max_factor: float = MAX_FACTOR) -> dict:
+    """The parameters for unconstrained log-scale offsets `th`: each fitted quantity is its starting value
+    times exp(log(max_factor) tanh(th / log(max_factor))) (within a factor max_factor of it, smooth, and
+    exp(th) near the start); the L2 and DRAM latencies are the level above's plus a fitted increment."""
+    b = jnp.log(jnp.float32(max_factor))
+    scale = {k: jnp.exp(b * jnp.tanh(th[k] / b)) for k in th}
+    p = dict(base)
+    for k in th:
+        p[k] = base[k] * scale[k]
+    for k, above in LATENCY_LADDER:  # in order: L2 from the fitted L1, then DRAM from that L2
+        if k in th:
+            p[k] = p[above] + (base[k] - base[above]) * scale[k]
+    return p
+
+
 def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 0.08, prior: float = 0.02,
-        log=print, on_step=None):
+        log=print, on_step=None, max_factor: float = MAX_FACTOR):
     """Fit FIT (log scale, Adam) on the training samples. Returns (params, history of (step, loss, s)).
     on_step(step, params): called after every update (e.g. to save the parameters so far)."""
     import optax
@@ -220,7 +242,7 @@ def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 
     ms_idx = jnp.asarray([train.index(s) for s in ms_rows])
 
     def params_of(th):
-        return {**base, **{k: base[k] * jnp.exp(th[k]) for k in FIT}}
+        return constrained(base, th, max_factor)
 
     # every family weighs the same (the 33 smem_stride kernels would otherwise outvote the ladder)
     fams = [s.family for s in train]

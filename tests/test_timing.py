@@ -187,3 +187,44 @@ def test_calibration_split_holds_out_a_family_and_the_timed_ladder():
     assert all(calibrate._split("ladder", n) == "held_out" for n in (1024, 2048, 4096))
     assert calibrate.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert calibrate.spearman([1, 2, 3, 4], [40, 30, 20, 10]) == pytest.approx(-1.0)
+
+
+def test_ladder_traces_the_ptx_the_hardware_ran():
+    """The cycle-level ladder replays nvcc's PTX of the rung: the same blocks and memory behaviour as the
+    DSL copy, with far fewer instructions (nearer the SASS the H200 ran, see docs/timing.md)."""
+    from jaxsimt import ladder
+
+    rung = {r.name: r for r in ladder.rungs()}["naive_coalesced"]
+    n = 64
+    t_ptx, n_ptx = ladder.trace_rung(rung, n, n, n, "h200", 8, source="ptx")
+    t_dsl, n_dsl = ladder.trace_rung(rung, n, n, n, "h200", 8, source="dsl")
+    assert n_ptx == n_dsl == 16 and t_ptx.meta["source"] == "ptx"
+    assert t_ptx.n_blocks == t_dsl.n_blocks == 16
+    assert t_ptx.length.sum() < 0.7 * t_dsl.length.sum()
+    with pytest.raises(ValueError, match="source"):
+        ladder.trace_rung(rung, n, n, n, "h200", 8, source="sass")
+
+
+def test_committed_calibration_report_reproduces_on_held_out_kernels():
+    """benchmarks/results/timing_cpu.json (bench_timing.py with the fitted H200 parameters) is what the
+    replay gives: two held-out micro-kernels, traced from their PTX here, predict the reported cycles."""
+    import json
+    import os
+
+    from jaxsimt import calibrate
+
+    h200 = get_arch("h200")
+    assert h200.timing_fitted is not None  # the H200 runs with calibrated parameters
+    p = tm.params_of("h200")
+    assert float(p["l1_sectors_per_cycle"]) == pytest.approx(h200.timing_fitted.l1_sectors_per_cycle)
+    path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "results", "timing_cpu.json")
+    with open(path) as f:
+        report = json.load(f)
+    rows = {r["name"]: r for r in report["rows"] if r["family"] != "ladder"}
+    names = {"glob_ld_stride32", "glob_st_stride1"}
+    samples = calibrate.micro_samples(names=names)
+    assert {s.name for s in samples} == names and all(s.split == "held_out" for s in samples)
+    for r in calibrate.evaluate(samples, p):
+        want = rows[r["name"]]
+        assert r["predicted_cycles"] == pytest.approx(want["predicted_cycles"], rel=1e-3)
+        assert r["measured_cycles"] == want["measured_cycles"]
