@@ -4,10 +4,13 @@ For each rung (naive uncoalesced, naive coalesced, shared-memory tiling, thread 
 register tiling, Tensor Cores), at any size and on any architecture: the counters an instruction-level
 run would give (computed exactly from one emulated block per class of identical blocks, see
 `jaxsimt.kernels.gemm.fast`), sectors per request, shared wavefronts per request, occupancy and its
-limiter, SIMD efficiency, arithmetic intensity, the analytical model's predicted time and GFLOP/s, and —
-where the H200 timings are committed — the measured time beside the prediction.
+limiter, SIMD efficiency, arithmetic intensity, the predicted time and GFLOP/s, and — where the H200 timings
+are committed — the measured time beside the prediction. The prediction is the cycle-level model's
+(`jaxsimt.timing`, replaying each rung's PTX trace) where the architecture's timing parameters are
+calibrated (the H200), else the analytical model's (`jaxsimt.cost`, always shown beside it).
 
-    jaxsimt ladder [--arch h200] [--size 4096 4096 4096] [--json] [--plot FILE.png] [--rungs a,b] [--cycle-level]
+    jaxsimt ladder [--arch h200] [--size 4096 4096 4096] [--json] [--plot FILE.png] [--rungs a,b]
+                   [--cycle-level | --analytical-only]
 """
 from __future__ import annotations
 
@@ -186,14 +189,18 @@ def main(argv=None) -> int:
     ap.add_argument("--rungs", default="", help="comma-separated subset (default: all)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--plot", default="", help="write a chart of the ladder to this PNG file")
-    # The cycle-level model is opt-in here until its parameters are calibrated: uncalibrated, its ladder
-    # error against the H200 (45-52% at 1024^3/2048^3) is worse than the analytical model's (~17%), and
-    # tracing every rung at 4096^3 takes many minutes on a small CPU (docs/timing.md).
+    # predicted_ms is the best model available (CONTRACTS.md): the cycle-level model where the architecture's
+    # timing parameters are calibrated against hardware (Arch.timing_fitted: the H200), else the analytical
+    # model, whose uncalibrated cycle-level alternative is no better (docs/timing.md).
     ap.add_argument("--cycle-level", action="store_true",
-                    help="also run the cycle-level timing model (predicted_ms is then its prediction)")
-    ap.add_argument("--analytical-only", action="store_true", help="the default: the analytical model only")
+                    help="run the cycle-level timing model even without calibrated parameters for --arch")
+    ap.add_argument("--analytical-only", action="store_true",
+                    help="skip the cycle-level model (faster: no instruction traces); predicted_ms is the analytical one")
     args = ap.parse_args(argv)
     M, N, K = args.size
+    from jaxsimt.arch import get_arch
+
+    cycle_level = (args.cycle_level or get_arch(args.arch).timing_fitted is not None) and not args.analytical_only
 
     from rich.console import Console
     from rich.progress import Progress
@@ -206,7 +213,7 @@ def main(argv=None) -> int:
         task = progress.add_task(f"emulating the ladder at {M}x{N}x{K}", total=len(todo))
         for r in todo:
             progress.update(task, description=f"{r.name}")
-            rows.append(analyse(r, M, N, K, args.arch, timing=args.cycle_level and not args.analytical_only))
+            rows.append(analyse(r, M, N, K, args.arch, timing=cycle_level))
             progress.advance(task)
     meas = measured_ms(args.arch, M, N, K)
     for row in rows:
@@ -214,7 +221,7 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(rows, indent=1, default=float))
     else:
-        model = "the cycle-level model" if args.cycle_level and not args.analytical_only else "the analytical model"
+        model = "the calibrated cycle-level model" if cycle_level else "the analytical model"
         t = Table(title=f"GEMM ladder, {M}x{N}x{K} f32 on {args.arch} (predicted by {model})")
         for c in ("variant", "pred. ms", "analyt. ms", "GFLOP/s", "measured ms", "top stall", "limiter", "sect/req", "wavef/req",
                   "occupancy", "SIMD eff", "FLOP/B(L2)", "warp inst"):
