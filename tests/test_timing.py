@@ -228,3 +228,20 @@ def test_committed_calibration_report_reproduces_on_held_out_kernels():
         want = rows[r["name"]]
         assert r["predicted_cycles"] == pytest.approx(want["predicted_cycles"], rel=1e-3)
         assert r["measured_cycles"] == want["measured_cycles"]
+
+
+def test_ladder_report_predicts_with_the_calibrated_model_by_default(capsys):
+    import json
+
+    from jaxsimt import ladder
+
+    argv = ["--size", "64", "64", "64", "--rungs", "naive_coalesced", "--json"]
+    assert ladder.main(argv) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["cycles"] > 0 and row["predicted_ms"] == pytest.approx(row["timing"]["predicted_ms"])
+    assert ladder.main(argv + ["--analytical-only"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["cycles"] is None and row["predicted_ms"] == row["predicted_ms_analytical"]
+    assert ladder.main(argv + ["--arch", "fermi"]) == 0  # no fitted parameters: the analytical model
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["cycles"] is None
