@@ -100,9 +100,11 @@ def kernel_arrays(t: tr.Trace, blocks_per_sm: int, NI: int = 0, NW: int = 0, L: 
     L = max(L, _pow2(max(t.pcs.shape[1], 64)))
     f32 = lambda a: jnp.asarray(_pad(np.asarray(a, np.float32), NI))  # noqa: E731
     length = np.minimum(t.length, t.pcs.shape[1]).astype(np.int32)
+    folded = t.folded if t.folded is not None else np.zeros(len(t.cls), bool)
     return Kernel(cls=jnp.asarray(_pad(t.cls, NI, value=tr.ALU)), dst=jnp.asarray(_pad(t.dst, NI, value=-1)),
                   src=jnp.asarray(_pad(t.src, NI, value=-1)), requests=f32(t.requests), sectors=f32(t.sectors),
                   wavefronts=f32(t.wavefronts), hit_l1=f32(t.hit_l1), to_dram=f32(t.to_dram), flops=f32(flops),
+                  folded=f32(folded),
                   pcs=jnp.asarray(_pad(_pad(t.pcs, L, 1, -1), NW, 0, -1)), length=jnp.asarray(_pad(length, NW)),
                   wpb=jnp.int32(t.warps_per_block), blocks=jnp.int32(blocks_per_sm))
 
@@ -161,11 +163,14 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         rid = jnp.maximum(regs[j, jnp.argmax(rt, axis=1)], 0)
         dep_kind = c["reg_k"][j, rid]
         x1 = c["wfree"]
-        x2 = jnp.maximum(x1, dep)
+        # a folded instruction (trace.folded_mask: the hardware issues none for it) waits for nothing but its
+        # warp's previous instruction, takes no pipe or scheduler slot, and passes its sources' ready time on
+        fw = k["folded"][pc] > 0
+        x2 = jnp.where(fw, x1, jnp.maximum(x1, dep))
         thr = jnp.where((cl == tr.SHARED) | (cl == tr.SHUFFLE), c["mio"] - p["mio_queue_cycles"],
                         jnp.where(cl == tr.GLOBAL, c["l1"] - p["lsu_queue_cycles"], -_INF))
-        x3 = jnp.maximum(x2, jnp.maximum(c["pipe"][sched, cl], thr))
-        tw_ = jnp.where(live & ~c["bar"], jnp.maximum(x3, c["t_sched"][sched]), _INF)
+        x3 = jnp.where(fw, x2, jnp.maximum(x2, jnp.maximum(c["pipe"][sched, cl], thr)))
+        tw_ = jnp.where(live & ~c["bar"], jnp.where(fw, x3, jnp.maximum(x3, c["t_sched"][sched])), _INF)
         wmin = jnp.argmin(tw_)
         tstar = tw_[wmin]
         go = tstar < _INF
@@ -178,6 +183,7 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         sel = jnp.argmin(jnp.where(cand, key, jnp.iinfo(jnp.int32).max)).astype(jnp.int32)
         T = tw_[sel]
         csel, pcsel = cl[sel], pc[sel]
+        fold = fw[sel]
         # -- the issued instruction's completion --
         interval = jnp.where(csel == tr.TENSOR,
                              jnp.maximum(issue[tr.TENSOR], k["flops"][pcsel] * NSCH / p["tensor_flops_per_cycle_per_sm"]),
@@ -199,8 +205,8 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         glat = (p["l1_latency"] + (1.0 - hit) * (p["l2_latency"] - p["l1_latency"])
                 + (1.0 - hit) * todr * (p["dram_latency"] - p["l2_latency"]))
         g_done = jnp.maximum(jnp.maximum(s1 + o1, jnp.where(miss > 0, e2, 0.0)), jnp.where(dsec > 0, e3, 0.0)) + glat
-        complete = jnp.where(is_sh, sh_start + wav + p["shared_latency"],
-                             jnp.where(is_gl, g_done, T + lat[csel]))
+        complete = jnp.where(fold, jnp.maximum(T, dep[sel]), jnp.where(is_sh, sh_start + wav + p["shared_latency"],
+                                                jnp.where(is_gl, g_done, T + lat[csel])))
         upd = go  # every state change below only when an instruction issued
         mio = jnp.where(upd & is_sh, sh_start + wav, c["mio"])
         l1 = jnp.where(upd & is_gl, s1 + o1, c["l1"])
@@ -214,21 +220,22 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         d = jnp.maximum(T - jnp.maximum(x3[sel], x0), 0.0)
         reasons = jnp.stack([c["wreason"][sel], dep_kind[sel], thr_t[csel], jnp.int32(NOT_SELECTED),
                              jnp.int32(SELECTED)])
-        amounts = jnp.stack([a, b, cc, d, jnp.float32(1.0)]) * upd
+        amounts = jnp.stack([a, b, cc, d, jnp.float32(1.0)]) * (upd & ~fold)
         stall = c["stall"].at[sel].add(jnp.zeros(len(REASONS), jnp.float32).at[reasons].add(amounts))
         # -- scoreboard, pipes, the warp --
         ds = k["dst"][pcsel]
         reg_t = c["reg_t"].at[sel, jnp.where(ds >= 0, ds, NR)].set(
             jnp.where(upd, complete, c["reg_t"][sel, jnp.maximum(ds, 0)]), mode="drop")
         reg_k = c["reg_k"].at[sel, jnp.where(ds >= 0, ds, NR)].set(kind_t[csel], mode="drop")
-        pipe = c["pipe"].at[s, csel].set(jnp.where(upd, T + interval, c["pipe"][s, csel]))
+        pipe = c["pipe"].at[s, csel].set(jnp.where(upd & ~fold, T + interval, c["pipe"][s, csel]))
         slot = jnp.where((csel == tr.ALU) | (csel == tr.CONTROL), p["alu_dispatch_cycles"], 1.0)
-        t_sched = c["t_sched"].at[s].set(jnp.where(upd, T + slot, c["t_sched"][s]))
+        t_sched = c["t_sched"].at[s].set(jnp.where(upd & ~fold, T + slot, c["t_sched"][s]))
         last = c["last"].at[s].set(jnp.where(upd, sel, c["last"][s]))
         is_ctl = csel == tr.CONTROL
-        wfree = c["wfree"].at[sel].set(jnp.where(upd, T + jnp.where(is_ctl, p["branch_latency"], 1.0), x1[sel]))
-        wreason = c["wreason"].at[sel].set(jnp.where(is_ctl, BRANCH, NOT_SELECTED))
-        last_issue = c["last_issue"].at[sel].set(jnp.where(upd, T, c["last_issue"][sel]))
+        wfree = c["wfree"].at[sel].set(jnp.where(upd, jnp.where(fold, T, T + jnp.where(is_ctl, p["branch_latency"], 1.0)),
+                                                 x1[sel]))
+        wreason = c["wreason"].at[sel].set(jnp.where(is_ctl & ~fold, BRANCH, NOT_SELECTED))
+        last_issue = c["last_issue"].at[sel].set(jnp.where(upd & ~fold, T, c["last_issue"][sel]))
         pos = c["pos"].at[sel].add(upd.astype(jnp.int32))
         finished = upd & (pos[sel] >= k["length"][tw[sel]])
         done = c["done"].at[sel].set(c["done"][sel] | finished)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jaxsimt.program import Instr, Program, Reg
+from jaxsimt.program import BRANCH, Imm, Instr, Program, Reg
 
 # Timing classes (indices into the per-class latency / issue-interval tables of jaxsimt.timing)
 ALU, FP32, SFU, TENSOR, SHARED, GLOBAL, BARRIER, CONTROL, SHUFFLE = range(9)
@@ -60,7 +60,8 @@ class Trace:
     Static tables over the NI instructions: cls [NI] timing class, dst [NI, ND] / src [NI, NS] register
     slots (-1: none), requests / sectors / wavefronts [NI] float: average per warp execution.
     hit_l1 / to_dram [NI]: fraction of a global access's sectors served by L1, and of L1 misses served by
-    DRAM (estimates; see `memory_fractions`).
+    DRAM (estimates; see `memory_fractions`). folded [NI] bool: instructions the hardware issues no
+    instruction for (see `folded_mask`; None: none).
     """
 
     program: Program
@@ -79,6 +80,7 @@ class Trace:
     to_dram: np.ndarray
     n_regs: int
     meta: dict = field(default_factory=dict)
+    folded: "np.ndarray | None" = None
 
     @property
     def n_blocks(self) -> int:
@@ -87,6 +89,45 @@ class Trace:
     @property
     def n_instructions(self) -> int:
         return int(self.length.sum())
+
+
+IF_CONVERT_MAX = 4  # a conditional forward branch over at most this many instructions becomes predication
+
+
+def folded_mask(prog: Program) -> np.ndarray:
+    """[NI] bool: instructions of the emulated IR that the hardware does not issue as instructions of
+    their own, because the compiler (ptxas) removes them when it makes SASS:
+
+    * register and immediate moves (`mov`, and `cvta` to the global space, lowered to a mov): copy
+      propagation and immediate operands;
+    * the address arithmetic and packing of an instruction the PTX front end expands (attr `expansion`:
+      a `wmma.load` becomes per-lane loads here, one or two shared loads in SASS), not its loads / stores;
+    * a conditional forward branch over at most IF_CONVERT_MAX instructions with no control flow among
+      them (a bounds-checked load): if-conversion makes them predicated instructions.
+
+    The timing model replays folded instructions in zero time; the counters still count them."""
+    instrs = prog.instructions()
+    out = np.zeros(len(instrs), bool)
+    first = {}
+    pc = 0
+    for b in prog.blocks:
+        first[b.index] = pc
+        pc += len(b.all_instrs())
+    pc = 0
+    for b in prog.blocks:
+        for ins in b.instrs:
+            op = ins.operation
+            out[pc] = (op.op == "mov" and all(isinstance(x, (Reg, Imm)) for x in op.src)) or (
+                bool(op.attr("expansion")) and op.op not in ("ld", "st", "atom"))
+            pc += 1
+        t = b.term
+        if t.instr is not None:
+            if t.kind == BRANCH and t.target in first:
+                skipped = range(pc + 1, first[t.target])
+                out[pc] = 0 < len(skipped) <= IF_CONVERT_MAX and all(
+                    timing_class(instrs[q][1].operation) not in (CONTROL, BARRIER) for q in skipped)
+            pc += 1
+    return out
 
 
 def static_tables(prog: Program):
@@ -209,4 +250,4 @@ def from_launch(result, footprint_bytes_per_block: float | None = None, dram_byt
                  (requests / execs).astype(np.float32), (sectors / execs).astype(np.float32),
                  (wavefronts / execs).astype(np.float32), hit, to_dram, n_regs,
                  meta={"kernel": prog.name, "grid": tuple(result.grid), "block": tuple(result.block),
-                       "n_ctas": n_ctas, "traced_blocks": int(n_traced), "NI": NI})
+                       "n_ctas": n_ctas, "traced_blocks": int(n_traced), "NI": NI}, folded=folded_mask(prog))

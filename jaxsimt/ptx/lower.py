@@ -874,7 +874,16 @@ class _Lowerer:
     def wmma_ldst(self, ins, ctx, loc, shape):
         """wmma.load.{a,b,c} / wmma.store.d: per-lane loads / stores of the fragment elements in jaxsimt's
         WMMA layout (element j of lane l = tile element l + 32 j, row-major; docs/mma.md). 16-bit
-        elements are packed two per .b32 register; registers beyond the fragment's elements hold copies."""
+        elements are packed two per .b32 register; registers beyond the fragment's elements hold copies.
+        Every emitted instruction carries attr `expansion` (the PTX instruction it implements): the timing
+        model issues only the loads / stores of an expansion (`jaxsimt.trace.folded_mask`)."""
+        block, start = self.blocks[-1][1], len(self.blocks[-1][1])
+        self._wmma_ldst(ins, ctx, loc, shape)
+        assert self.blocks[-1][1] is block  # the expansion is straight-line code
+        block[start:] = [Instr(i.op, i.dst, i.src, tuple(sorted(i.attrs + (("expansion", ins.opcode),))), i.loc)
+                         for i in block[start:]]
+
+    def _wmma_ldst(self, ins, ctx, loc, shape):
         from jaxsimt.mma import layouts
         mods = set(ins.modifiers)
         if shape not in layouts.WMMA_SHAPES:
