@@ -224,7 +224,7 @@ def main(argv=None) -> int:
         model = "the calibrated cycle-level model" if cycle_level else "the analytical model"
         t = Table(title=f"GEMM ladder, {M}x{N}x{K} f32 on {args.arch} (predicted by {model})")
         for c in ("variant", "pred. ms", "analyt. ms", "GFLOP/s", "measured ms", "top stall", "limiter", "sect/req", "wavef/req",
-                  "occupancy", "SIMD eff", "FLOP/B(L2)", "warp inst"):
+                  "occupancy", "SIMD eff", "FLOP/B(L2)", "DSL warp inst"):
             t.add_column(c, justify="left" if c in ("variant", "limiter") else "right")
         for row in rows:
             m = row["measured_ms"]
@@ -235,6 +235,9 @@ def main(argv=None) -> int:
                       f"{row['occupancy']:.2f} ({row['occupancy_limiter']})", f"{row['simd_efficiency']:.3f}",
                       f"{row['arithmetic_intensity']:.2f}", f"{row['stats']['smsp__inst_executed.sum']:,}")
         console.print(t)
+        if cycle_level:
+            console.print("Counters: the DSL kernels' (exact, one block per class). pred. ms: the cycle-level model "
+                          "replaying each rung's PTX as nvcc compiled it (docs/timing.md).")
         for row in rows:
             console.print(f"[bold]{row['variant']}[/bold]: {row['why']}")
     if args.plot:
