@@ -302,6 +302,9 @@ def spearman(x, y) -> float:
 
 
 def timing_literal(params: dict, arch: str = "h200") -> str:
-    """The fitted parameters as the keyword arguments of an `arch.Timing(...)` (to paste into arch.py)."""
+    """The fitted parameters as `dataclasses.replace(<starting Timing>, ...)` of those that moved (to paste into
+    arch.py as the architecture's `timing_fitted`)."""
     base = dataclasses.asdict(get_arch(arch).timing)
-    return ",\n".join(f"    {k}={float(params[k]):.6g}" for k in base)
+    moved = ",\n".join(f"    {k}={float(params[k]):.6g}" for k in base
+                        if abs(float(params[k]) - float(base[k])) > 1e-6 * abs(float(base[k])))
+    return f"dataclasses.replace(\n    _{arch.upper()}_TIMING,\n{moved},\n)"
