@@ -85,7 +85,7 @@ def micro_samples(arch: str = "h200", names=None, max_steps: int = timing.MAX_ST
 
 
 def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str = "h200", rungs=None,
-                   max_steps: int = timing.MAX_STEPS, log=None) -> list[Sample]:
+                   max_steps: int = timing.MAX_STEPS) -> list[Sample]:
     """The GEMM ladder's rungs at `sizes` (256: ncu cycles and time; larger: CUDA-event times), traced from
     the PTX the H200 ran (`ladder.trace_rung`)."""
     from jaxsimt import fixtures, ladder
@@ -111,8 +111,6 @@ def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str =
             t, n_ctas = ladder.trace_rung(rung, n, n, n, arch, R)
             work = timing.plan(t, arch, R, n_ctas, max_steps=max_steps)
             out.append(Sample(rung.name, "ladder", n, _split("ladder", n), work, cycles, ms))
-            if log is not None:
-                log(f"traced {rung.name}@{n}")
     return out
 
 

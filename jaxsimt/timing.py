@@ -104,7 +104,7 @@ def kernel_arrays(t: tr.Trace, blocks_per_sm: int, NI: int = 0, NW: int = 0, L: 
     return Kernel(cls=jnp.asarray(_pad(t.cls, NI, value=tr.ALU)), dst=jnp.asarray(_pad(t.dst, NI, value=-1)),
                   src=jnp.asarray(_pad(t.src, NI, value=-1)), requests=f32(t.requests), sectors=f32(t.sectors),
                   wavefronts=f32(t.wavefronts), hit_l1=f32(t.hit_l1), to_dram=f32(t.to_dram), flops=f32(flops),
-                  folded=f32(folded),
+                  folded=jnp.asarray(_pad(folded, NI, value=False)),
                   pcs=jnp.asarray(_pad(_pad(t.pcs, L, 1, -1), NW, 0, -1)), length=jnp.asarray(_pad(length, NW)),
                   wpb=jnp.int32(t.warps_per_block), blocks=jnp.int32(blocks_per_sm))
 
@@ -165,7 +165,7 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         x1 = c["wfree"]
         # a folded instruction (trace.folded_mask: the hardware issues none for it) waits for nothing but its
         # warp's previous instruction, takes no pipe or scheduler slot, and passes its sources' ready time on
-        fw = k["folded"][pc] > 0
+        fw = k["folded"][pc]
         x2 = jnp.where(fw, x1, jnp.maximum(x1, dep))
         thr = jnp.where((cl == tr.SHARED) | (cl == tr.SHUFFLE), c["mio"] - p["mio_queue_cycles"],
                         jnp.where(cl == tr.GLOBAL, c["l1"] - p["lsu_queue_cycles"], -_INF))

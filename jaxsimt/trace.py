@@ -94,7 +94,7 @@ class Trace:
 IF_CONVERT_MAX = 4  # a conditional forward branch over at most this many instructions becomes predication
 
 
-def folded_mask(prog: Program) -> np.ndarray:
+def folded_mask(prog: Program, cls: "np.ndarray | None" = None) -> np.ndarray:
     """[NI] bool: instructions of the emulated IR that the hardware does not issue as instructions of
     their own, because the compiler (ptxas) removes them when it makes SASS:
 
@@ -105,28 +105,21 @@ def folded_mask(prog: Program) -> np.ndarray:
     * a conditional forward branch over at most IF_CONVERT_MAX instructions with no control flow among
       them (a bounds-checked load): if-conversion makes them predicated instructions.
 
-    The timing model replays folded instructions in zero time; the counters still count them."""
+    The timing model replays folded instructions in zero time; the counters still count them.
+    cls: the program's timing classes (`static_tables`), recomputed when not given."""
     instrs = prog.instructions()
+    cls = cls if cls is not None else np.asarray([timing_class(o.operation) for _, o in instrs])
     out = np.zeros(len(instrs), bool)
-    first = {}
-    pc = 0
-    for b in prog.blocks:
-        first[b.index] = pc
-        pc += len(b.all_instrs())
-    pc = 0
-    for b in prog.blocks:
-        for ins in b.instrs:
+    first = {b.index: pc for b, (pc, _) in zip(prog.blocks, prog.block_pcs())}
+    for b, (pc0, n) in zip(prog.blocks, prog.block_pcs()):
+        for pc, ins in enumerate(b.instrs, pc0):
             op = ins.operation
             out[pc] = (op.op == "mov" and all(isinstance(x, (Reg, Imm)) for x in op.src)) or (
                 bool(op.attr("expansion")) and op.op not in ("ld", "st", "atom"))
-            pc += 1
-        t = b.term
-        if t.instr is not None:
-            if t.kind == BRANCH and t.target in first:
-                skipped = range(pc + 1, first[t.target])
-                out[pc] = 0 < len(skipped) <= IF_CONVERT_MAX and all(
-                    timing_class(instrs[q][1].operation) not in (CONTROL, BARRIER) for q in skipped)
-            pc += 1
+        t, pc = b.term, pc0 + n - 1  # the terminator instruction, if any, is the block's last
+        if t.instr is not None and t.kind == BRANCH and t.target in first:
+            skipped = cls[pc + 1:first[t.target]]
+            out[pc] = 0 < len(skipped) <= IF_CONVERT_MAX and not np.isin(skipped, (CONTROL, BARRIER)).any()
     return out
 
 
@@ -250,4 +243,4 @@ def from_launch(result, footprint_bytes_per_block: float | None = None, dram_byt
                  (requests / execs).astype(np.float32), (sectors / execs).astype(np.float32),
                  (wavefronts / execs).astype(np.float32), hit, to_dram, n_regs,
                  meta={"kernel": prog.name, "grid": tuple(result.grid), "block": tuple(result.block),
-                       "n_ctas": n_ctas, "traced_blocks": int(n_traced), "NI": NI}, folded=folded_mask(prog))
+                       "n_ctas": n_ctas, "traced_blocks": int(n_traced), "NI": NI}, folded=folded_mask(prog, cls))
