@@ -7,8 +7,11 @@ aligned to its size, as on the hardware. Functions here take per-lane word indic
 never read, write or count.
 
 Ordering rules where lanes collide (the hardware leaves them unspecified; we fix one):
-- stores: within a warp the highest active lane writing a byte wins; sub-word stores only change their
-  own bytes, so neighbouring bytes written by other lanes or warps in the same step survive;
+- stores: every byte written by several active lanes of one step (any warps) ends with the value of the
+  last writer in (warp, lane) order: the highest warp of the step, then its highest lane. Sub-word stores
+  (narrower than the 4-byte word) merge per byte, so neighbouring bytes written by other lanes or warps
+  in the same step, or not written at all, survive exactly. Word stores resolve duplicates within a warp
+  the same way; between warps the word scatter applies them in (warp, lane) order on XLA:CPU;
 - atomics: all active lanes of the step are serialised in (warp, lane) order per address, so every lane
   gets the old value it would see in that order and the final value is the last one.
 """
@@ -81,6 +84,50 @@ def _later_lane_same(key, active):
     return jnp.any(same & later, axis=-1)
 
 
+def _segmented_inclusive_or(vals, starts):
+    """Inclusive OR-scan of uint32 `vals` [E] restarting where `starts` [E] bool."""
+
+    def comb(x, y):
+        fx, vx = x
+        fy, vy = y
+        return fx | fy, jnp.where(fy, vy, vx | vy)
+
+    return lax.associative_scan(comb, (starts, vals))[1]
+
+
+def _store_bytes(words, widx, boff, active, packed, nbytes: int):
+    """Store the low `nbytes` (1 or 2, aligned inside one word) bytes of `packed` [W, L] uint32 for every
+    active lane of the step, exactly per byte whatever the collisions.
+
+    Each (lane, byte) is an entry; sorting entries by (word, byte, flat lane index w * L + l) puts the
+    last writer of each byte at the end of its run, and the winners of one word next to each other, so one
+    segmented OR per word builds the bytes to set and the mask to clear, and each written word is replaced
+    once (read-modify-write of its own bytes only; scatter order never matters)."""
+    n = words.shape[0]
+    size = widx.size
+    prio = jnp.arange(size, dtype=jnp.int32)  # flat (warp, lane) order: later wins
+    a = active.reshape(-1)
+    w = jnp.where(a, widx.reshape(-1), n).astype(jnp.int32)  # inactive lanes sort last, then drop
+    b0 = boff.reshape(-1).astype(jnp.int32)
+    pk = packed.reshape(-1).astype(jnp.uint32)
+    cat = jnp.concatenate
+    w = cat([w] * nbytes)
+    b = cat([b0 + j for j in range(nbytes)])
+    v = cat([(pk >> (8 * j)) & 0xFF for j in range(nbytes)])
+    prio = cat([prio] * nbytes)
+    w, b, _, v = lax.sort((w, b, prio, v), num_keys=3)
+    same_byte_next = (w[1:] == w[:-1]) & (b[1:] == b[:-1])
+    winner = cat([~same_byte_next, jnp.ones((1,), bool)])
+    word_start = cat([jnp.ones((1,), bool), w[1:] != w[:-1]])
+    word_end = cat([w[1:] != w[:-1], jnp.ones((1,), bool)])
+    sh = (b.astype(jnp.uint32) * 8)
+    setv = _segmented_inclusive_or(jnp.where(winner, v << sh, jnp.uint32(0)), word_start)
+    clear = _segmented_inclusive_or(jnp.where(winner, jnp.uint32(0xFF) << sh, jnp.uint32(0)), word_start)
+    old = words[jnp.minimum(w, n - 1)]
+    new = (old & ~clear) | setv
+    return words.at[jnp.where(word_end & (w < n), w, n)].set(new, mode="drop")
+
+
 def store(words, widx, boff, active, values, dtype: DType):
     """Store `len(values)` consecutive elements of `dtype` per lane (one vector access)."""
     es = dtype.size
@@ -89,19 +136,10 @@ def store(words, widx, boff, active, values, dtype: DType):
     n = words.shape[0]
     bits = [_to_bits(v, dtype).astype(jnp.uint64 if es == 8 else jnp.uint32) for v in values]
     if nbytes < 4:
-        # Sub-word: add (new - old) << shift into the word. Bytes of different lanes are disjoint after
-        # dropping all but the last lane per byte address, so the additions compose exactly.
-        key = widx * 4 + boff.astype(jnp.int32)
-        act = active & ~_later_lane_same(key, active)
-        old = _gather(words, widx, act)
-        delta = jnp.zeros_like(old)
+        packed = jnp.zeros_like(bits[0], jnp.uint32)
         for k in range(vec):
-            sh = (boff + k * es) * 8
-            m = jnp.uint32((1 << (8 * es)) - 1)
-            old_k = (old >> sh) & m
-            delta = delta + ((bits[k].astype(jnp.uint32) - old_k) << sh)
-        idx = jnp.where(act, widx, n)
-        return words.at[idx].add(delta, mode="drop")
+            packed = packed | (bits[k].astype(jnp.uint32) << (k * es * 8))
+        return _store_bytes(words, widx, boff, active, packed, nbytes)
     act = active & ~_later_lane_same(widx, active)
     nw = nbytes // 4
     wvals = []
