@@ -77,9 +77,25 @@ def shr(a, b, dtype: DType):
     return jnp.where(n >= dtype.bits, jnp.zeros_like(a), r)
 
 
-def div(a, b, dtype: DType):
-    if dtype.is_float:
+def fdiv(a, b, zero):
+    """Correctly rounded float a / b (broadcast shapes). XLA:CPU divides by a broadcast value (an
+    immediate, a kernel parameter: any divisor uniform over the lanes) by multiplying with its
+    reciprocal, which rounds twice (also a divisor broadcast along one axis only), and it sinks
+    elementwise ops through broadcasts; xor-ing the divisor's bits with (sum of every axis's iota) * zero
+    (zero at run time) makes it an array XLA cannot see is a broadcast along any axis."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    shape = jnp.broadcast_shapes(a.shape, b.shape)
+    if not shape:
         return a / b
+    b = jnp.broadcast_to(b, shape)
+    ut = _BITS_UINT[jnp.finfo(b.dtype).bits]
+    hide = sum(lax.broadcasted_iota(ut, shape, d) for d in range(len(shape))) * zero.astype(ut)
+    return a / lax.bitcast_convert_type(lax.bitcast_convert_type(b, ut) ^ hide, b.dtype)
+
+
+def div(a, b, dtype: DType, zero=None):
+    if dtype.is_float:
+        return a / b if zero is None else fdiv(a, b, zero)
     # C / PTX: truncate toward zero; division by zero gives all ones (unsigned) / -1, as the hardware
     safe = jnp.where(b == 0, jnp.ones_like(b), b)
     q = lax.div(a, safe)
@@ -165,7 +181,7 @@ def execute(op: str, ins, args, dtype: DType, zero):
     if op == "fma":
         return fma(*args, dtype)
     if op == "div":
-        return div(args[0], args[1], dtype)
+        return div(args[0], args[1], dtype, zero)
     if op == "rem":
         return rem(args[0], args[1], dtype)
     if op == "neg":

@@ -59,7 +59,7 @@ def guard(ex, ins, pc):
     inner = ins.attr("inner")
     # registers that live only inside this block are written without a lane mask: keep their old
     # values in the lanes whose guard is off (a predicated-off lane never writes its destination)
-    olds = {r.index: ex.read(r) for r in inner.dst if ex.m.slot.get(r.index) is None}
+    olds = {r.index: ex.read(r) for r in inner.dst if not ex.in_state(r)}
     ex.active = saved & p
     try:
         ex.run(inner, pc)
@@ -354,8 +354,10 @@ def round_f64_to(x64, dst: T.DType, mode: str):
     return lax.bitcast_convert_type(u, dst.np_dtype)
 
 
-def _exact64(fn, args):
-    """f32/f16 op computed in f64 exactly or rounded to odd (so a second rounding is correct)."""
+def _exact64(fn, args, zero):
+    """f32/f16 op computed in f64 exactly or rounded to odd (so a second rounding is correct); the f64
+    quotient of two f32/f16 values is never within an f64 rounding of a value of theirs or a midpoint
+    unless it is one, so it rounds correctly again."""
     a = [x.astype(jnp.float64) for x in args]
     if fn == "add":
         return alu._round_to_odd_f64(a[0], a[1])
@@ -366,7 +368,7 @@ def _exact64(fn, args):
     if fn in ("fma", "mad"):
         return alu._round_to_odd_f64(a[0] * a[1], a[2])
     if fn == "div":
-        return a[0] / a[1]
+        return alu.fdiv(a[0], a[1], zero)
     if fn == "sqrt":
         return jnp.sqrt(a[0])
     if fn == "rcp":
@@ -383,10 +385,10 @@ def farith(ex, ins, pc):
     if dt == T.f64:
         r = {"add": lambda: args[0] + args[1], "sub": lambda: args[0] - args[1],
              "mul": lambda: alu.guard(args[0] * args[1], ex.zero), "fma": lambda: alu.fma(*args, dt),
-             "mad": lambda: alu.fma(*args, dt), "div": lambda: args[0] / args[1],
+             "mad": lambda: alu.fma(*args, dt), "div": lambda: alu.fdiv(args[0], args[1], ex.zero),
              "sqrt": lambda: jnp.sqrt(args[0]), "rcp": lambda: 1.0 / args[0]}[fn]()
     else:
-        r = round_f64_to(_exact64(fn, args), dt, rnd)
+        r = round_f64_to(_exact64(fn, args, ex.zero), dt, rnd)
     if ins.attr("sat"):
         r = jnp.where(jnp.isnan(r), jnp.zeros_like(r), jnp.clip(r, 0, 1))
     if ins.attr("relu"):
@@ -529,7 +531,7 @@ def x2(ex, ins, pc):
             if ins.attr("nan"):
                 r = jnp.where(jnp.isnan(parts[0]) | jnp.isnan(parts[1]), jnp.asarray(np.nan, ht.np_dtype), r)
         else:
-            r = round_f64_to(_exact64(fn, parts), ht, rnd)
+            r = round_f64_to(_exact64(fn, parts, ex.zero), ht, rnd)
         if ins.attr("relu"):
             r = jnp.where(jnp.isnan(r) | (r > 0), r, jnp.zeros_like(r))
         if ins.attr("sat"):
