@@ -26,7 +26,9 @@ COMMANDS = {
 def _usage() -> str:
     lines = ["usage: jaxsimt COMMAND [options]", "", "commands:"]
     lines += [f"  {name:<10} {help_}" for name, (_, _, help_) in COMMANDS.items()]
-    lines += ["", "jaxsimt COMMAND --help for a command's options"]
+    lines += ["", "jaxsimt COMMAND --help for a command's options",
+              "Compiled kernels are cached in $XDG_CACHE_HOME/jaxsimt/jax (~/.cache/jaxsimt/jax); "
+              "JAXSIMT_NO_COMPILE_CACHE=1 turns the cache off."]
     return "\n".join(lines)
 
 
@@ -37,18 +39,23 @@ def main(argv=None) -> int:
         return 0
     cmd, rest = argv[0], argv[1:]
     if cmd not in COMMANDS:
-        print(f"jaxsimt: unknown command {cmd!r}\n\n{_usage()}", file=sys.stderr)
+        print(f"jaxsimt: error: unknown command {cmd!r} (one of {', '.join(COMMANDS)}; jaxsimt --help)",
+              file=sys.stderr)
         return 2
     mod, fn, _ = COMMANDS[cmd]
     try:
         module = importlib.import_module(mod)
     except ModuleNotFoundError as e:
         if e.name == mod:
-            print(f"jaxsimt {cmd}: not available in this version", file=sys.stderr)
+            print(f"jaxsimt {cmd}: error: not available in this version", file=sys.stderr)
             return 2
         raise
-    rc = getattr(module, fn)(rest)
-    return int(rc or 0)
+    if "-h" not in rest and "--help" not in rest:
+        from jaxsimt.compile_cache import enable_compile_cache
+
+        enable_compile_cache()  # a new process reuses what earlier ones compiled (JAXSIMT_NO_COMPILE_CACHE=1: off)
+    # each command's main returns its exit status and reports errors itself (jaxsimt.command)
+    return int(getattr(module, fn)(rest) or 0)
 
 
 if __name__ == "__main__":

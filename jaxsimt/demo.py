@@ -6,11 +6,13 @@ wavefronts and bank conflicts, occupancy.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 import numpy as np
+
+from jaxsimt.command import ArgumentParser, add_arch, command
+from jaxsimt.errors import UsageError
 
 
 def _cases(n: int):
@@ -51,12 +53,20 @@ COLUMNS = [
 ]
 
 
+MAX_SIZE = 1024  # N*N-element vectors and N x N matrices: beyond this the demo takes hours, not seconds
+
+
+@command("demo")
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="jaxsimt demo", description=__doc__.splitlines()[0])
-    ap.add_argument("--arch", default="h200")
-    ap.add_argument("--size", type=int, default=64, help="matrix size N (vectors have N*N elements)")
-    ap.add_argument("--json", action="store_true")
+    ap = ArgumentParser(prog="jaxsimt demo", description=__doc__.splitlines()[0])
+    add_arch(ap)
+    ap.add_argument("--size", type=int, default=64, metavar="N",
+                    help=f"matrix size N, 16 to {MAX_SIZE}, a multiple of 16 (vectors have N*N elements)")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args(argv)
+    # the reductions take blocks of 256 elements and the tiled kernels 16 x 16 tiles
+    if not 16 <= args.size <= MAX_SIZE or args.size % 16:
+        raise UsageError(f"--size {args.size}: must be a multiple of 16 from 16 to {MAX_SIZE}")
 
     import jaxsimt as js
     from rich.console import Console

@@ -12,6 +12,11 @@ class LaunchConfigError(ValueError):
     """The launch configuration is not allowed by the architecture (checked before anything runs)."""
 
 
+class UsageError(ValueError):
+    """A command-line argument or input file that a `jaxsimt` command cannot use (the user's mistake, reported
+    in one line, never with a traceback)."""
+
+
 class MemoryFault(SimtError):
     """Out-of-bounds or misaligned global/shared access."""
 

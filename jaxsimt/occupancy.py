@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsimt.arch import ARCHS, Arch, get_arch
+from jaxsimt.arch import Arch, get_arch
 
 LIMITERS = ("warps", "blocks", "registers", "shared_memory")
 UNLIMITED = 2**31 - 1  # what a limit that does not apply reports (the header's INT_MAX)
@@ -190,11 +190,13 @@ def occupancy(
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="jaxsimt occupancy", description="Theoretical occupancy per SM.")
-    p.add_argument("--arch", default="h200", choices=sorted(ARCHS), help="architecture (default h200)")
+    from jaxsimt.command import ArgumentParser, add_arch
+
+    p = ArgumentParser(prog="jaxsimt occupancy", description="Theoretical occupancy per SM.")
+    add_arch(p)
     p.add_argument("--threads", type=int, required=True, help="threads per block")
     p.add_argument("--regs", type=int, required=True, help="registers per thread")
-    p.add_argument("--smem", type=int, default=0, help="kernel shared memory per block, bytes (default 0)")
+    p.add_argument("--smem", type=int, default=0, help="kernel shared memory per block, bytes")
     p.add_argument("--carveout", "--carveout-kb", dest="carveout_kb", type=int, default=None,
                    help="L1/shared split: preferred shared memory per SM in KB, rounded up to an allowed size "
                         "(default: the largest; fermi 16 or 48, hopper 0 8 16 32 64 100 132 164 196 228)")
@@ -204,20 +206,30 @@ def _parser() -> argparse.ArgumentParser:
 
 def cli(argv: "list[str] | None" = None) -> int:
     """`jaxsimt occupancy --arch h200 --threads 256 --regs 64 --smem 16384 [--carveout KB] [--json]`. Returns the
-    exit code.
+    exit code (2 for a configuration the architecture does not allow, with a one-line message).
 
     argv: the arguments after the `occupancy` subcommand (a leading "occupancy" is accepted and skipped).
     """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "occupancy":
-        argv = argv[1:]
+    from jaxsimt.command import command
+
+    return command("occupancy")(_cli)(argv)
+
+
+def _cli(argv) -> int:
+    from jaxsimt.errors import UsageError
+
     args = _parser().parse_args(argv)
     carveout = None if args.carveout_kb is None else args.carveout_kb * 1024
+    a = get_arch(args.arch)
+    # a block the hardware refuses to launch has no occupancy: say so rather than print 0 blocks
+    if args.threads > a.max_threads_per_block:
+        raise UsageError(f"--threads {args.threads}: a block on {a.name} has at most {a.max_threads_per_block} threads")
+    if args.regs > a.max_registers_per_thread:
+        raise UsageError(f"--regs {args.regs}: a thread on {a.name} has at most {a.max_registers_per_thread} registers")
     try:
         result = occupancy(args.arch, args.threads, args.regs, args.smem, carveout)
     except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        raise UsageError(str(err)) from None
     result.update(threads_per_block=args.threads, regs_per_thread=args.regs, smem=args.smem)
     if args.json:
         print(json.dumps(result, sort_keys=True))

@@ -11,7 +11,6 @@ configuration with the smallest predicted time; `explain` says why, from its cou
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import time
@@ -20,6 +19,8 @@ from typing import Optional, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxsimt.command import command as command_main
 
 # The configurations swept by default: every rung with tiles, at sizes its factory accepts.
 DEFAULT_CONFIGS: list[tuple[str, dict]] = [
@@ -208,18 +209,64 @@ def render(rows: list[dict], M: int, N: int, K: int, arch: str, console) -> None
     console.print(f"{len(rows)} configurations: emulation {tm['emulate']:.1f} s, models {tm['models']:.2f} s")
 
 
+def check_size(M: int, N: int, K: int, limit: int = 1 << 16) -> None:
+    """--size M N K: positive, and small enough that the counters stay exact and the run ends."""
+    from jaxsimt.errors import UsageError
+
+    for name, v in zip("MNK", (M, N, K)):
+        if not 1 <= v <= limit:
+            raise UsageError(f"--size {M} {N} {K}: {name} = {v} must be from 1 to {limit}")
+
+
+def check_configs(configs: Sequence[tuple[str, dict]], M: int, N: int, K: int) -> None:
+    """Every configuration names a rung and parameters its kernel factory accepts (checked before any emulation)."""
+    import inspect
+
+    from jaxsimt.errors import UsageError
+    from jaxsimt.kernels import gemm
+
+    for name, params in configs:
+        rung = gemm.BY_NAME.get(name)
+        if rung is None:
+            raise UsageError(f"--configs: unknown rung {name!r} (one of {', '.join(gemm.BY_NAME)})")
+        accepted = [p for p in inspect.signature(rung.factory).parameters]
+        unknown = [k for k in params if k not in accepted]
+        if unknown:
+            raise UsageError(f"--configs {config_name(name, params)}: {name} takes no parameter {unknown[0]!r} "
+                             f"(it takes {', '.join(accepted) or 'none'})")
+        try:
+            rung.kernel(**params)
+            rung.launch_config(M, N, K, **params)
+        except (TypeError, ValueError, AssertionError, ZeroDivisionError) as e:
+            raise UsageError(f"--configs {config_name(name, params)}: not a valid configuration: {e}") from None
+
+
+@command_main("sweep")
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="jaxsimt sweep", description=__doc__.splitlines()[0])
-    ap.add_argument("--arch", default="h200")
-    ap.add_argument("--size", type=int, nargs=3, default=[2048, 2048, 2048], metavar=("M", "N", "K"))
-    ap.add_argument("--configs", default="", help="'rung:K=V,K=V;rung:...' (default: the built-in grid)")
-    ap.add_argument("--json", action="store_true")
+    from jaxsimt.command import ArgumentParser, add_arch
+    from jaxsimt.errors import UsageError
+
+    ap = ArgumentParser(prog="jaxsimt sweep", description=__doc__.splitlines()[0])
+    add_arch(ap)
+    ap.add_argument("--size", type=int, nargs=3, default=[2048, 2048, 2048], metavar=("M", "N", "K"),
+                    help="GEMM size: C[M, N] = A[M, K] B[K, N]")
+    ap.add_argument("--configs", default="", metavar="'RUNG:K=V,K=V;RUNG:...'",
+                    help="configurations to sweep, e.g. 'smem_tiled:T=16;register_tiled:BM=128,BN=64' (default: "
+                         "the built-in grid of " + str(len(DEFAULT_CONFIGS)) + " configurations)")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args(argv)
     M, N, K = args.size
+    check_size(M, N, K)
+    try:
+        configs = parse_configs(args.configs)
+    except ValueError:
+        raise UsageError(f"--configs {args.configs!r}: expected 'RUNG:K=V,K=V;RUNG:...' with whole-number "
+                         f"values") from None
+    check_configs(configs or DEFAULT_CONFIGS, M, N, K)
     from rich.console import Console
 
     console = Console(stderr=args.json, width=max(Console().width, 160))
-    rows = tile_sweep(M, N, K, args.arch, parse_configs(args.configs) or None, progress=True)
+    rows = tile_sweep(M, N, K, args.arch, configs or None, progress=True)
     if args.json:
         print(json.dumps(rows, indent=1, default=float))
         return 0

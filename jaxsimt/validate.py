@@ -209,9 +209,10 @@ def _print_table(rows: list[Row], arch: str, skipped: list[str], seconds: float,
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="jaxsimt validate",
-                                description="Compare the emulator's counters with hardware measurements.")
-    p.add_argument("--arch", default="h200", help="architecture with fixtures (only h200 has them)")
+    from jaxsimt.command import ArgumentParser, add_arch
+
+    p = ArgumentParser(prog="jaxsimt validate", description="Compare the emulator's counters with hardware measurements.")
+    add_arch(p, help="architecture whose measurements to compare with (only h200 has them)")
     p.add_argument("--kernels", default=None, metavar="REGEX", help="only kernels whose name matches")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--skip-gemm", action="store_true",
@@ -223,24 +224,26 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: "list[str] | None" = None) -> int:
     """Entry point of `jaxsimt validate` (argv: the arguments after the subcommand). Returns the exit
     status: 0 all exact metrics match, 1 a mismatch, 2 a usage error."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "validate":
-        argv = argv[1:]
+    from jaxsimt.command import command
+
+    return command("validate")(_main)(argv)
+
+
+def _main(argv) -> int:
+    from jaxsimt.errors import UsageError
+
     args = _parser().parse_args(argv)
     arch = args.arch.lower()
     try:
         fixtures.ncu_metrics(arch)
-    except FileNotFoundError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    except FileNotFoundError:
+        raise UsageError(f"--arch {arch}: no hardware measurements are committed for {arch} (only for h200)") from None
     try:
         selected = entries(args.kernels, arch, gemm=not args.skip_gemm)
     except re.error as err:
-        print(f"error: bad --kernels pattern: {err}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--kernels {args.kernels!r}: not a regular expression: {err}") from None
     if not selected:
-        print(f"error: no profiled kernel matches {args.kernels!r}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--kernels {args.kernels!r}: no profiled kernel matches")
     skipped = []
     gemm_measured = fixtures.kernels_of("gemm_ladder", arch)
     if gemm_measured and args.skip_gemm:
