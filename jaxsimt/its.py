@@ -113,7 +113,7 @@ def split_at_sync(program: Program) -> tuple[Program, dict]:
                 t = b.term
                 term = dataclasses.replace(t, target=remap(t.target), fallthrough=remap(t.fallthrough),
                                            reconv=remap(t.reconv))
-            blocks.append(Block(idx, list(part), term))
+            blocks.append(Block(idx, list(part), term, interpret=b.interpret, origin=b.origin))
     out = Program(program.name, program.params, program.regs, blocks, program.shared, program.shared_bytes,
                   program.source_file)
     # front-end extras (e.g. the PTX lowering's hidden arrays and local frame) stay with the program
@@ -178,9 +178,13 @@ class ItsMachine(Machine):
     at once (reported as `emulator__max_pc_groups`; ITS has no stack)."""
 
     def __init__(self, program: Program, geo, layout, options):
-        view, self.sync = split_at_sync(program)
         self.source_program = program
-        super().__init__(view, geo, layout, options)
+        super().__init__(program, geo, layout, options)
+
+    def prepare(self, program: Program, options) -> Program:
+        """The tiered program cut at warp-synchronous instructions (`split_at_sync`)."""
+        view, self.sync = split_at_sync(Machine.prepare(program, options))
+        return view
 
     def _step(self, s: State, wave, dyn, fns) -> State:
         g, NB, exit_pc = self.geo, self.NB, self.exit_pc
@@ -235,7 +239,7 @@ class ItsMachine(Machine):
 
     def _run_wave(self, gmem, counters, wave, dyn, zero):
         s0 = self.init_state(gmem, counters, wave, dyn, zero)
-        fns = [self._block_fn(k) for k in range(self.NB)]
+        fns = self.branches()
 
         def cond(s: State):
             return jnp.any(s.stack.pc != self.exit_pc) & (s.fault[0] == 0) & (s.steps < self.options.max_steps)

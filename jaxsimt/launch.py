@@ -21,6 +21,7 @@ from jaxsimt.its import ItsMachine
 from jaxsimt.machine import MEM_COLUMNS, Dyn, Geometry, Layout, Machine, Options
 from jaxsimt.occupancy import occupancy
 from jaxsimt.program import Program, estimate_registers
+from jaxsimt.templates import COMPILE_BUDGET
 from jaxsimt.stuck import deadlock_report, stuck_report
 
 DEFAULT_THREADS_PER_WAVE = 1 << 19
@@ -179,7 +180,7 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
            counters: bool = True, optimize: Optional[bool] = None, ctas: Optional[Sequence[int]] = None,
            data: bool = True, local_bytes: int = 0, devices=None, timing: bool = False,
            mode: str = "stack",
-           carveout: Optional[int] = None) -> LaunchResult:
+           carveout: Optional[int] = None, compile_budget: Optional[int] = COMPILE_BUDGET) -> LaunchResult:
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
     parameters, Python/numpy scalars for the others) on architecture `arch`.
 
@@ -202,13 +203,16 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     (Independent Thread Scheduling, Volta and later: per-lane pcs, diverged paths interleave; docs/its.md);
     carveout: preferred shared memory per SM in bytes (the L1/shared split, e.g. 16 * 1024 on Fermi; default
     the largest the architecture allows), rounded up to an allowed size as the occupancy calculator does; it
-    sets the occupancy and the capacity of the read-only/texture cache.
+    sets the occupancy and the capacity of the read-only/texture cache; compile_budget: instructions of the
+    kernel compiled into the machine (its loops first); the rest is interpreted, instruction by instruction,
+    with the same results and counters (`jaxsimt.templates`), so that a long kernel's first run takes
+    seconds, not minutes; None compiles every block (slower to start, faster to run long launches).
     """
     prog = _program_of(kernel)
     res = run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, regs=regs, max_steps=max_steps,
                     stack_depth=stack_depth, blocks_per_wave=blocks_per_wave, trace=trace, jit=jit,
                     counters=counters, optimize=optimize, ctas=ctas, data=data, local_bytes=local_bytes,
-                    devices=devices, mode=mode, carveout=carveout)[0]
+                    devices=devices, mode=mode, carveout=carveout, compile_budget=compile_budget)[0]
     if timing:
         from jaxsimt import timing as timing_model
         res.timing = timing_model.attach(res, kernel, args, regs=regs, local_bytes=local_bytes, mode=mode)
@@ -222,7 +226,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
               ctas: Optional[Sequence[int]] = None, data: bool = True, local_bytes: int = 0,
               devices=None, item_ctas: Optional[Sequence[Sequence[int]]] = None,
               mode: str = "stack", stacked: Optional[dict] = None,
-              carveout: Optional[int] = None) -> list[LaunchResult]:
+              carveout: Optional[int] = None, compile_budget: Optional[int] = COMPILE_BUDGET) -> list[LaunchResult]:
     """Run one launch per item (`items`: `_split_args` of each item's arguments, `item_args` the
     arguments as given) as ONE run of the machine: the items' blocks side by side on the block axis,
     their arrays side by side in global memory. Returns one LaunchResult per item, as `launch` would.
@@ -276,7 +280,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     options = Options(max_steps=max_steps, trace_steps=max_steps if trace else 0,
                       arch=arch if counters else None, optimize=bool(optimize), data=bool(data), target=arch,
                       ro_cache=rocache.shape(arch, rocache.cache_bytes(arch, occ["shared_mem_per_sm"]))
-                      if rocache.used_by(prog) else None)
+                      if rocache.used_by(prog) else None, compile_budget=compile_budget)
 
     gmem = np.zeros(words * 4, np.uint8)
     periodic = _periodic(prog, items, bases) if data else {}
@@ -408,7 +412,7 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
         for j, outer in enumerate(blk.all_instrs()):
             pc = pc0 + j
             ins = outer.operation  # a predicated (guarded) instruction counts as its inner op
-            row = {"pc": pc, "block": blk.index, "op": ins.op, "line": ins.loc.line if ins.loc else 0,
+            row = {"pc": pc, "block": blk.index if blk.origin is None else blk.origin, "op": ins.op, "line": ins.loc.line if ins.loc else 0,
                    "source": ins.loc.text.strip() if ins.loc else "",
                    "warp_exec": int(warp_exec[blk.index]), "thread_exec": int(thread_exec[blk.index])}
             if ins.op in ("ld", "st", "atom", "tensor.ldmatrix"):

@@ -22,11 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
+import numpy as np
+
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt import alu, constcache, errors, lsu, memstats, rocache, stack
+from jaxsimt import alu, constcache, errors, lsu, memstats, rocache, stack, templates
 from jaxsimt import types as T
 from jaxsimt.program import BARRIER, BRANCH, EXIT, FALL, JUMP, Imm, Instr, Program, Reg, cross_block_registers
 
@@ -91,7 +93,8 @@ class Dyn(NamedTuple):
 
 
 class State(NamedTuple):
-    regs: tuple  # one [W, L] array per register live across blocks (Machine.slots), in its own dtype
+    regs: tuple  # register files: one [R_f, W, L] array per register dtype (Machine.files); Machine.slot
+    # maps a register to (file, row). Rows hold the registers live across blocks and those interpreted.
     gmem: jnp.ndarray  # [global_words] uint32
     smem: jnp.ndarray  # [ctas_per_wave * shared_words] uint32
     lmem: jnp.ndarray  # [W * L * local_words] uint32  per-thread local memory
@@ -121,6 +124,8 @@ class Options(NamedTuple):
     # (loads read zeros, stores are dropped): counters of kernels whose control flow ignores data
     target: Optional[object] = None  # the Arch emulated, counters or not (generic-address windows)
     ro_cache: Optional[object] = None  # rocache.CacheShape of the read-only/texture path (None: not simulated)
+    compile_budget: Optional[int] = templates.COMPILE_BUDGET  # instructions compiled per program; the rest
+    # is interpreted (jaxsimt.templates); None: compile every block
 
 
 # Block terminator kinds as integers (tables indexed by the running block)
@@ -138,7 +143,7 @@ class _Exec:
     def __init__(self, m: "Machine", data, active, wave, dyn: Dyn, zero):
         self.m, self.active, self.wave, self.dyn, self.zero = m, active, wave, dyn, zero
         regs, self.gmem, self.smem, self.lmem, self.mem, self.fault, self.cache = data
-        self.regs = list(regs)  # state registers, indexed by m.slot[reg.index]
+        self.regs = list(regs)  # register files, indexed by m.slot[reg.index] = (file, row)
         self.item = m.item_of_warp(wave, dyn)  # [W] the batch item each warp belongs to
         self.bases, self.sizes = dyn.bases[self.item], dyn.sizes[self.item]  # [W, n_params]
         self.local: dict = {}  # registers that live only inside this block: plain values
@@ -157,7 +162,7 @@ class _Exec:
         if op.index in self.local:
             v = self.local[op.index]
         elif slot is not None:
-            v = self.regs[slot]
+            v = self.regs[slot[0]][slot[1]]
         else:  # read before any write: registers start as zero
             v = jnp.zeros(self.active.shape, op.dtype.np_dtype)
         if dtype is not None and dtype.np_dtype != op.dtype.np_dtype:
@@ -173,7 +178,12 @@ class _Exec:
         if slot is None:
             self.local[reg.index] = value  # dies with the block: no merge with inactive lanes needed
         else:
-            self.regs[slot] = jnp.where(self.active, value, self.regs[slot])
+            f, row = slot
+            self.regs[f] = self.regs[f].at[row].set(jnp.where(self.active, value, self.regs[f][row]))
+
+    def in_state(self, reg: Reg) -> bool:
+        """Whether the register lives in the register files (else it lives only inside this block)."""
+        return reg.index in self.m.slot
 
     def record_fault(self, code: int, pc: int, bad, addr):
         self.fault = record_fault(self.fault, code, pc, bad, addr, self.wave)
@@ -335,6 +345,48 @@ class _Exec:
         return [old] if ins.dst else []
 
 
+class _TemplateExec(_Exec):
+    """`_Exec` for one interpreted instruction shape: placeholder operand k is the register file row
+    `rows[k]` ([K] int32, run-time) or the immediate whose bits in each dtype are `imms[k]` ([K, n dtypes]
+    uint64, run-time), as `kinds[k]` says ("reg" or the immediate's Python kind)."""
+
+    def __init__(self, m, data, active, wave, dyn, zero, kinds, rows, imms):
+        super().__init__(m, data, active, wave, dyn, zero)
+        self.kinds, self.rows, self.imms = kinds, rows, imms
+
+    def _placeholder(self, op):
+        return isinstance(op, Reg) and op.index <= templates.PLACEHOLDER
+
+    def read(self, op, dtype: Optional[T.DType] = None):
+        if not self._placeholder(op):
+            return super().read(op, dtype)
+        k = templates.PLACEHOLDER - op.index
+        if self.kinds[k] != "reg":  # an immediate, converted to the dtype asked for as the compiled tier does
+            dt = dtype or op.dtype
+            bits = self.imms[k, templates.DTYPE_INDEX[dt.name]]
+            if dt == T.pred:
+                return bits != 0
+            return lax.bitcast_convert_type(bits.astype(T.UINT_OF_BITS[dt.bits].np_dtype), dt.np_dtype)
+        v = lax.dynamic_index_in_dim(self.regs[self.m.file_of[op.dtype.np_dtype]], self.rows[k], keepdims=False)
+        if dtype is not None and dtype.np_dtype != op.dtype.np_dtype:
+            v = reinterpret(v, op.dtype, dtype)
+        return v
+
+    def write(self, reg: Reg, value):
+        if not self._placeholder(reg):
+            return super().write(reg, value)
+        value = jnp.asarray(value)
+        if value.dtype != reg.dtype.np_dtype:
+            value = reinterpret(value, T.as_dtype(value.dtype), reg.dtype)
+        value = jnp.broadcast_to(value, self.active.shape)
+        f, row = self.m.file_of[reg.dtype.np_dtype], self.rows[templates.PLACEHOLDER - reg.index]
+        old = lax.dynamic_index_in_dim(self.regs[f], row, keepdims=False)
+        self.regs[f] = lax.dynamic_update_index_in_dim(self.regs[f], jnp.where(self.active, value, old), row, 0)
+
+    def in_state(self, reg: Reg) -> bool:
+        return self._placeholder(reg) or super().in_state(reg)
+
+
 def reinterpret(x, src: T.DType, dst: T.DType):
     """Bits of `x` (type src) as type dst: same width bitcast, else truncate / zero-extend the bits."""
     if src == dst:
@@ -381,13 +433,12 @@ class Machine:
     """A program bound to a wave shape and memory sizes; `run_wave` is the compiled run of one wave."""
 
     def __init__(self, program: Program, geo: Geometry, layout: Layout, options: Options):
+        program = self.prepare(program, options)
         self.program, self.geo, self.layout, self.options = program, geo, layout, options
         self.NB = len(program.blocks)
         self.exit_pc = program.exit_index
         self.block_pcs = program.block_pcs()
-        # Machine state holds only registers live across blocks; slot[reg index] -> position in State.regs
-        self.state_regs = [program.regs[i] for i in cross_block_registers(program)]
-        self.slot = {r.index: k for k, r in enumerate(self.state_regs)}
+        self._tiers()
         self.NI = sum(n for _, n in self.block_pcs)
         L, W = geo.warp_size, geo.W
         self.lane = jnp.arange(L, dtype=jnp.int32)
@@ -405,6 +456,49 @@ class Machine:
         self.uses_ro_cache = self.options.ro_cache is not None and rocache.used_by(program)
         self._jitted = jax.jit(self._run_wave, donate_argnums=(0,))
         self._compiled = None
+
+    @staticmethod
+    def prepare(program: Program, options: Options) -> Program:
+        """The program as this machine runs it: its blocks assigned to the compiled and interpreted tiers."""
+        return templates.plan(program, options.compile_budget)
+
+    def _tiers(self):
+        """Register files, compiled blocks and interpreter templates, and the tables that map a block to its
+        `lax.switch` branch (`branch_of` [NB]) and its template's operands (`t_rows` [NB, K], `t_imms`
+        [NB, K, n dtypes])."""
+        program = self.program
+        interp = [b for b in program.blocks if b.interpret]
+        shapes = [templates.template_of(b) for b in interp]
+        # The register files hold the registers live across blocks and every operand of an interpreted block.
+        state = set(cross_block_registers(program))
+        state |= {x.index for _, ops in shapes for x in ops if isinstance(x, Reg)}
+        self.state_regs = [program.regs[i] for i in sorted(state)]
+        self.files = sorted({r.dtype.np_dtype for r in self.state_regs}, key=str)
+        self.file_of = {d: f for f, d in enumerate(self.files)}
+        rows = [0] * len(self.files)
+        self.slot = {}
+        for r in self.state_regs:
+            f = self.file_of[r.dtype.np_dtype]
+            self.slot[r.index] = (f, rows[f])
+            rows[f] += 1
+        self.file_rows = rows
+        self.compiled = [b.index for b in program.blocks if not b.interpret]
+        keys: dict = {}
+        K = max([len(ops) for _, ops in shapes] + [1])
+        t_rows = np.zeros((self.NB, K), np.int32)
+        t_imms = np.zeros((self.NB, K, len(templates.DTYPES)), np.uint64)
+        branch_of = np.zeros(self.NB, np.int32)
+        for k, b in enumerate(self.compiled):
+            branch_of[b] = k
+        for b, (key, ops) in zip(interp, shapes):
+            branch_of[b.index] = len(self.compiled) + keys.setdefault(key, len(keys))
+            for j, x in enumerate(ops):
+                if isinstance(x, Reg):
+                    t_rows[b.index, j] = self.slot[x.index][1]
+                else:
+                    t_imms[b.index, j] = templates.imm_bits(x)
+        self.templates = list(keys)  # template keys in branch order
+        self.branch_of, self.t_rows, self.t_imms = jnp.asarray(branch_of), jnp.asarray(t_rows), jnp.asarray(t_imms)
 
     def run_wave(self, gmem, counters, wave, dyn: Dyn, zero):
         """Run one wave (compiled on first use). Returns (gmem, counters, fault, steps, trace, where): where =
@@ -497,7 +591,7 @@ class Machine:
         pc0, _ = self.block_pcs[k]
         term = blk.term
 
-        def fn(st: State, active, wave, dyn):
+        def fn(st: State, active, wave, dyn, b):
             data = (st.regs, st.gmem, st.smem, st.lmem, st.mem, st.fault, st.cache)
             ex = _Exec(self, data, active, wave, dyn, st.zero)
             for j, ins in enumerate(blk.instrs):
@@ -512,12 +606,36 @@ class Machine:
 
         return fn
 
+    def _template_fn(self, key):
+        """The interpreter's function for one instruction shape: block b's operands come from the tables."""
+        shape, branch, kinds, _ = key
+
+        def fn(st: State, active, wave, dyn, b):
+            data = (st.regs, st.gmem, st.smem, st.lmem, st.mem, st.fault, st.cache)
+            ex = _TemplateExec(self, data, active, wave, dyn, st.zero, kinds, self.t_rows[b], self.t_imms[b])
+            pc = jnp.asarray([p for p, _ in self.block_pcs], jnp.int32)[b]
+            for j, ins in enumerate(shape):
+                ex.run(ins, pc + j)
+            if branch[0]:
+                p = ex.read(Reg(templates.PLACEHOLDER - (len(kinds) - 1), branch[2])).astype(bool)
+                taken = self.pack((~p if branch[1] else p) & active)
+            else:
+                taken = jnp.zeros((self.geo.W,), jnp.uint32)
+            regs, gmem, smem, lmem, mem, fault, cache = ex.data()
+            return st._replace(regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, cache=cache), taken
+
+        return fn
+
+    def branches(self) -> list:
+        """The step's `lax.switch` branches: one per compiled block, then one per interpreter template."""
+        return [self._block_fn(k) for k in self.compiled] + [self._template_fn(key) for key in self.templates]
+
     def _run_block(self, b, fns, s: State, active, wave, dyn: Dyn):
-        """Run block b's instructions (one `lax.switch` branch per block) for the `active` lanes [W, L];
+        """Run block b's instructions (its compiled branch or its template) for the `active` lanes [W, L];
         returns (state, lanes whose branch predicate holds [W] uint32)."""
         if len(fns) > 1:
-            return lax.switch(b, fns, s, active, wave, dyn)
-        return fns[0](s, active, wave, dyn)
+            return lax.switch(self.branch_of[b], fns, s, active, wave, dyn, b)
+        return fns[0](s, active, wave, dyn, b)
 
     # -- the shared part of a step: scheduling, terminators, stacks, barriers --
     def _step(self, s: State, wave, dyn: Dyn, fns) -> State:
@@ -573,7 +691,9 @@ class Machine:
             warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
             thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
             divergent=s.divergent.at[:, b].add(self.tally(div, item)),
-            max_depth=jnp.maximum(s.max_depth, self.item_max(st.sp, item)),
+            # the deepest a stack was at any point: before the step too (a warp that ends in its first step
+            # still held its initial entry)
+            max_depth=jnp.maximum(s.max_depth, self.item_max(jnp.maximum(s.stack.sp, st.sp), item)),
             age=jnp.where(ready & ~sel, s.age + 1, 0))
 
     def item_max(self, x, item):
@@ -589,13 +709,12 @@ class Machine:
         item = self.item_of_warp(wave, dyn)
         scal = {p.reg.index: v for p, v in zip([p for p in self.program.params if not p.is_pointer], dyn.scalars)
                 if p.reg is not None}
-        regs = []
+        regs = [jnp.zeros((max(n, 1), W, L), d) for n, d in zip(self.file_rows, self.files)]
         for r in self.state_regs:
             if r.index in scal:
+                f, row = self.slot[r.index]
                 v = jnp.asarray(scal[r.index])[item, None]
-                regs.append(jnp.broadcast_to(v.astype(r.dtype.np_dtype), (W, L)))
-            else:
-                regs.append(jnp.zeros((W, L), r.dtype.np_dtype))
+                regs[f] = regs[f].at[row].set(jnp.broadcast_to(v.astype(r.dtype.np_dtype), (W, L)))
         S = self.options.trace_steps
         trace = ((jnp.full((S,), -1, jnp.int32), jnp.zeros((S, W), jnp.uint32), jnp.zeros((S, W), jnp.int32))
                  if S else ())
@@ -613,7 +732,7 @@ class Machine:
 
     def _run_wave(self, gmem, counters, wave, dyn: Dyn, zero):
         s0 = self.init_state(gmem, counters, wave, dyn, zero)
-        fns = [self._block_fn(k) for k in range(self.NB)]
+        fns = self.branches()
 
         def cond(s: State):
             return jnp.any(s.stack.sp > 0) & (s.fault[0] == 0) & (s.steps < self.options.max_steps)

@@ -114,6 +114,8 @@ class Block:
     index: int
     instrs: list[Instr]
     term: Terminator
+    interpret: bool = False  # run by the interpreter tier (jaxsimt.templates), not compiled on its own
+    origin: Optional[int] = None  # the front end's block this one was cut from by the tier plan (None: itself)
 
     def all_instrs(self) -> list[Instr]:
         return self.instrs + ([self.term.instr] if self.term.instr is not None else [])

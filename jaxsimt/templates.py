@@ -1,0 +1,151 @@
+"""Execution tiers: which basic blocks the machine compiles and which it interprets.
+
+Compiling a basic block costs XLA time in proportion to its length (tens of milliseconds per instruction
+on a CPU), so a kernel of thousands of instructions would wait minutes for its first run. The machine
+therefore compiles at most `compile_budget` instructions — the blocks inside loops first, where the time
+goes — and interprets the rest: those blocks are cut into one-instruction blocks, and every instruction
+of the same shape (op, attributes, operand types, immediates' kinds; registers and immediate values
+abstracted) shares one compiled template that reads its operands from the register files by run-time
+slot. Compile time then grows with the number of distinct shapes, which a kernel's length hardly changes.
+
+Interpreted instructions are the same instructions: they count the same counters and compute the same
+bits; only the number of machine steps (`emulator__steps`) differs.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import replace
+from typing import Optional
+
+import numpy as np
+
+from jaxsimt import types as T
+from jaxsimt.program import BRANCH, FALL, Block, Imm, Instr, Program, Reg, Terminator
+
+# Default number of instructions compiled per program (None: compile every block). Chosen so a kernel's
+# first run stays within seconds on two CPU cores while the hot loops of the GEMM ladder stay compiled.
+COMPILE_BUDGET = 128
+
+# Placeholder register indices: operand k of a template is Reg(PLACEHOLDER - k).
+PLACEHOLDER = -1
+
+
+def loop_depth(blocks: list[Block], exit_index: int) -> list[int]:
+    """Loop nesting depth of each block: the number of back edges (a successor at or before the block, in
+    the front ends' program order) whose span [target, source] holds it."""
+    depth = [0] * len(blocks)
+    for b in blocks:
+        for s in b.term.successors(exit_index):
+            if s != exit_index and s <= b.index:
+                for k in range(s, b.index + 1):
+                    depth[k] += 1
+    return depth
+
+
+def templatable(ins: Instr) -> bool:
+    """Whether an instruction's registers and immediates appear only as operands (dst, src, and those of
+    a predicated wrapper's inner instruction), so that abstracting them leaves its semantics intact."""
+    for k, v in ins.attrs:
+        if k == "inner":
+            if not templatable(v):
+                return False
+        elif isinstance(v, (Reg, Imm)) or (isinstance(v, tuple) and any(isinstance(x, (Reg, Imm)) for x in v)):
+            return False
+    return True
+
+
+def plan(program: Program, budget: Optional[int]) -> Program:
+    """The program with its blocks assigned to tiers: unchanged (every block compiled) when it has at most
+    `budget` instructions or `budget` is None; else the loop blocks, deepest first, are compiled while
+    their instructions fit in the budget and every other block is cut into one-instruction blocks marked
+    `interpret` (a block whose instruction cannot be a template stays compiled)."""
+    blocks = program.blocks
+    n_total = sum(len(b.instrs) for b in blocks)
+    if budget is None or n_total <= budget:
+        return program
+    depth = loop_depth(blocks, program.exit_index)
+    compiled, used = set(), 0
+    for b in sorted((b for b in blocks if depth[b.index] > 0), key=lambda b: (-depth[b.index], b.index)):
+        if used + len(b.instrs) <= budget:
+            compiled.add(b.index)
+            used += len(b.instrs)
+    parts: list[list[tuple[list[Instr], bool]]] = []
+    for b in blocks:
+        if b.index in compiled or not all(templatable(i) for i in b.instrs):
+            parts.append([(b.instrs, False)])
+        else:
+            parts.append([([i], True) for i in b.instrs] or [([], True)])
+    first, k = {}, 0
+    for b, p in zip(blocks, parts):
+        first[b.index] = k
+        k += len(p)
+    first[program.exit_index] = k
+    remap = lambda t: first[t] if t >= 0 else t  # noqa: E731
+    out = []
+    for b, p in zip(blocks, parts):
+        for j, (instrs, interp) in enumerate(p):
+            idx = first[b.index] + j
+            if j + 1 < len(p):
+                term = Terminator(FALL, idx + 1)
+            else:
+                t = b.term
+                term = replace(t, target=remap(t.target), fallthrough=remap(t.fallthrough), reconv=remap(t.reconv))
+            out.append(Block(idx, list(instrs), term, interpret=interp,
+                             origin=b.index if b.origin is None else b.origin))
+    new = replace(program, blocks=out)
+    # front-end extras (e.g. the PTX lowering's hidden arrays and local frame) stay with the program
+    new.__dict__.update({k: v for k, v in program.__dict__.items() if k not in new.__dict__ and k != "_machines"})
+    return new
+
+
+def _abstract(ins: Instr, operands: list) -> Instr:
+    """`ins` with every register and immediate operand replaced by a placeholder register (appended to
+    `operands` in order) and its source location dropped."""
+
+    def ph(x):
+        operands.append(x)
+        return Reg(PLACEHOLDER - (len(operands) - 1), x.dtype)
+
+    dst = tuple(ph(r) for r in ins.dst)
+    src = tuple(ph(x) for x in ins.src)
+    attrs = tuple((k, _abstract(v, operands) if k == "inner" else v) for k, v in ins.attrs)
+    return Instr(ins.op, dst, src, attrs, None)
+
+
+def template_of(block: Block):
+    """(key, operands) of an interpreted block: the key identifies its template (the abstracted
+    instruction, which operands are immediates of which Python kind, how its branch reads its predicate);
+    operands are its registers and immediates in placeholder order (the branch predicate last)."""
+    operands: list = []
+    shape = tuple(_abstract(i, operands) for i in block.instrs)  # the terminator's instruction only counts
+    t = block.term
+    if t.kind == BRANCH:
+        operands.append(t.pred)
+        branch = (True, t.negate, t.pred.dtype)
+    else:
+        branch = (False,)
+    kinds = tuple(type(x.value).__name__ if isinstance(x, Imm) else "reg" for x in operands)
+    imm_types = tuple(x.dtype for x in operands if isinstance(x, Imm))
+    return (shape, branch, kinds, imm_types), operands
+
+
+DTYPES = list(T.BY_NAME.values())
+DTYPE_INDEX = {dt.name: i for i, dt in enumerate(DTYPES)}
+
+
+def imm_bits(imm: Imm) -> np.ndarray:
+    """[len(DTYPES)] uint64: the immediate converted to each dtype as the compiled tier converts it
+    (`jnp.asarray(value, dtype)`), as the bits of that dtype; 0 where the conversion is undefined."""
+    import jax.numpy as jnp
+
+    out = np.zeros(len(DTYPES), np.uint64)
+    for i, dt in enumerate(DTYPES):
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                v = np.asarray(jnp.asarray(imm.value, dt.np_dtype))
+        except (OverflowError, ValueError, TypeError):
+            continue
+        raw = v.tobytes()
+        out[i] = np.frombuffer(raw + b"\0" * (8 - len(raw)), np.uint64)[0]
+    return out

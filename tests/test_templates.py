@@ -1,0 +1,127 @@
+"""The interpreter tier (`jaxsimt.templates`): interpreted blocks give the same bits and the same counters
+as compiled ones, in both execution modes; a long straight-line kernel becomes a handful of templates
+(so its compile time does not grow with its length); the tier plan compiles loops first."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaxsimt as js
+from jaxsimt import conformance, templates
+from jaxsimt.kernels import collection, its as its_kernels, seeds
+from jaxsimt.launch import _program_of
+from jaxsimt.machine import Geometry, Layout, Machine, Options
+from jaxsimt.ptx.lower import lower
+from jaxsimt.ptx.run import load_module
+
+
+def _same(a, b):
+    assert set(a.outputs) == set(b.outputs)
+    for k in a.outputs:
+        np.testing.assert_array_equal(np.asarray(a.outputs[k]).view(np.uint8), np.asarray(b.outputs[k]).view(np.uint8))
+    assert conformance.differences(a.stats, b.stats) == []
+    assert a.per_instruction == b.per_instruction
+
+
+@pytest.mark.parametrize("name", ["dsl_reduce_interleaved", "dsl_histogram", "div_nested", "smem_stride_s33"])
+def test_interpreted_equals_compiled(name):
+    kind, case = conformance.cases()[name]
+    if kind == "ptx":
+        (a, _), (b, _) = collection.launch(case, compile_budget=None), collection.launch(case, compile_budget=0)
+    else:
+        args = case.args()
+        a = js.launch(case.kernel, case.grid, case.block, args, compile_budget=None)
+        b = js.launch(case.kernel, case.grid, case.block, args, compile_budget=0)
+        case.check(b, args)
+    assert all(blk.interpret for blk in b.program.blocks if blk.instrs)
+    assert b.stats["emulator__steps"] > a.stats["emulator__steps"]
+    _same(a, b)
+
+
+def test_interpreted_equals_compiled_under_its():
+    for k, args in ((its_kernels.loop_tail, [np.zeros(32, np.int32)]),
+                    (its_kernels.spin_lock, [np.zeros(1, np.int32), np.zeros(1, np.int32)])):
+        a = js.launch(k, 1, 32, args, mode="its", compile_budget=None)
+        b = js.launch(k, 1, 32, args, mode="its", compile_budget=0)
+        _same(a, b)
+
+
+def test_immediates_of_every_type_convert_as_compiled():
+    # PTX immediates read as other types (a float literal as f64 and f16, a negative integer as u64, hex
+    # floats) go through the interpreter's conversion table.
+    ptx = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry imms(.param .u64 out)
+{
+    .reg .b32 %r<8>; .reg .b64 %rd<8>; .reg .f32 %f<4>; .reg .f64 %fd<4>; .reg .b16 %h<2>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 8;
+    add.s64 %rd4, %rd2, %rd3;
+    add.f64 %fd1, 0d3FB999999999999A, 0d3FC999999999999A;
+    cvt.rn.f32.f64 %f1, %fd1;
+    add.f32 %f2, %f1, 0f3DCCCCCD;
+    mov.b32 %r2, %f2;
+    add.s64 %rd5, %rd3, -3;
+    xor.b64 %rd6, %rd5, 0xFFFFFFFFFFFFFFFF;
+    cvt.u32.u64 %r3, %rd6;
+    add.s32 %r4, %r3, %r2;
+    st.global.u32 [%rd4], %r4;
+    st.global.f64 [%rd4+256], %fd1;
+    ret;
+}
+"""
+    out = np.zeros(64, np.uint64)
+    a = js.ptx.launch(ptx, "imms", 1, 32, [out], compile_budget=None)
+    b = js.ptx.launch(ptx, "imms", 1, 32, [out], compile_budget=0)
+    _same(a, b)
+    f1 = np.float32(0.1 + 0.2)
+    r2 = (f1 + np.float32(0.1)).view(np.uint32)
+    r3 = (~(np.arange(32, dtype=np.uint64) * 8 - np.uint64(3))) & np.uint64(0xFFFFFFFF)
+    want = (r3 + np.uint64(r2)) & np.uint64(0xFFFFFFFF)
+    got = b["out"][:32] & np.uint64(0xFFFFFFFF)
+    np.testing.assert_array_equal(got, want)
+
+
+def _machine(case_name, budget):
+    case = collection.by_name()[case_name]
+    prog = lower(load_module(collection.ptx_path(case.program)), case.entry, case.args(), dynamic_smem=case.dyn)
+    geo = Geometry(block=(64, 1, 1), warp_size=32, ctas_per_wave=1, depth=4)
+    return Machine(prog, geo, Layout(global_words=1024, shared_words=1), Options(max_steps=10, trace_steps=0,
+                                                                                    compile_budget=budget))
+
+
+def test_a_long_straight_kernel_becomes_few_templates():
+    # pressure<256,255>: one straight-line block of 1,541 instructions per warp. Compiled whole, XLA takes
+    # minutes; interpreted, its instructions share a few dozen templates, whatever the kernel's length.
+    m = _machine("pressure<256,255>", templates.COMPILE_BUDGET)
+    n = sum(len(b.instrs) for b in m.program.blocks)
+    assert n > 1500
+    assert len(m.compiled) <= 2 and len(m.templates) <= 40
+    small = _machine("pressure<64,32>", templates.COMPILE_BUDGET)
+    assert len(m.templates) <= len(small.templates) + 8  # 4x the instructions, hardly more templates
+
+
+def test_plan_compiles_loops_first_within_the_budget():
+    prog = _program_of(seeds.naive_matrix_multiply)
+    n = sum(len(b.instrs) for b in prog.blocks)
+    assert templates.plan(prog, None) is prog and templates.plan(prog, n) is prog
+    depth = templates.loop_depth(prog.blocks, prog.exit_index)
+    loop = [b for b in prog.blocks if depth[b.index] > 0]
+    budget = sum(len(b.instrs) for b in loop)
+    assert 0 < budget < n
+    p = templates.plan(prog, budget)
+    compiled = [b for b in p.blocks if not b.interpret]
+    assert sum(len(b.instrs) for b in compiled) == budget
+    assert all(len(b.instrs) <= 1 for b in p.blocks if b.interpret)
+    assert [i for _, i in p.instructions()] == [i for _, i in prog.instructions()]  # same pcs
+    N, M = 20, 12
+    rng = np.random.default_rng(0)
+    A, B = rng.random((N, M), np.float32), rng.random((M, N), np.float32)
+    args = (N, M, A, B, np.zeros((N, N), np.float32))
+    a = js.launch(seeds.naive_matrix_multiply, (2, 2), (16, 16), args, compile_budget=None)
+    b = js.launch(seeds.naive_matrix_multiply, (2, 2), (16, 16), args, compile_budget=budget)
+    _same(a, b)
