@@ -6,7 +6,13 @@ SMs hold too few warps to cover the memory latency cannot reach the memory bound
 function of arrays, so `jax.grad(predict_seconds)` gives the sensitivity of time to every parameter, and
 `vmap` sweeps configurations.
 
-    t = max(t_issue, t_fma, t_tensor, t_shared, t_l2, t_dram) / hiding(occupancy)
+    t = t_launch + max(max(t_issue, t_fma, t_tensor, t_shared, t_l2, t_dram) / hiding(occupancy), t_warp)
+
+Two floors keep a small kernel's time physical: `t_launch` (`Timing.launch_overhead_us`, from the launch to the
+first block and from the last block to completion, as in the cycle-level model) and `t_warp`, the least time one
+warp needs alone — a warp issues at most one instruction per cycle, and a kernel that reads global memory waits at
+least one L2 round trip (`l2_latency`) for its first load. The per-SM units (issue, FP32, Tensor Cores, shared
+memory) count only the SMs that hold a block: a grid of fewer blocks than SMs leaves the others idle.
 
 Inputs are the launch's `stats` (the Nsight Compute-named counters) plus a DRAM traffic estimate; the
 timing parameters come from `Arch.timing` (`params_of(arch)` turns them into a pytree of floats). These
@@ -57,7 +63,7 @@ def loads_plus_stores(stats: Mapping[str, float], metric: str):
 def bounds(stats: Mapping[str, float], params: Mapping[str, jax.Array], dram_bytes, fmas) -> dict:
     """Seconds each unit needs for the whole kernel, as if it were the only limit."""
     clock = params["clock_ghz"] * 1e9
-    sms = params["num_sms"]
+    sms = busy_sms(stats, params)
     warp_inst = _num(stats.get("smsp__inst_executed.sum", 0))
     sectors = loads_plus_stores(stats, METRIC_SECTORS)
     wavefronts = loads_plus_stores(stats, METRIC_WAVEFRONTS)
@@ -70,6 +76,26 @@ def bounds(stats: Mapping[str, float], params: Mapping[str, jax.Array], dram_byt
         "l2": jnp.asarray(sectors) * params["sector_size"] / (params["l2_bytes_per_cycle"] * clock),
         "dram": _num(dram_bytes) / (params["dram_gbytes_per_s"] * 1e9),
     }
+
+
+def busy_sms(stats: Mapping[str, float], params: Mapping[str, jax.Array]):
+    """SMs that hold at least one block: min(blocks, SMs); all SMs when the grid size is not in the stats."""
+    blocks = _num(stats.get("launch__grid_size", 0))
+    return jnp.where(blocks > 0, jnp.minimum(blocks, params["num_sms"]), params["num_sms"])
+
+
+def warp_floor(stats: Mapping[str, float], params: Mapping[str, jax.Array]):
+    """Seconds one warp needs on its own: its instructions issued one per cycle, plus one L2 round trip when the
+    kernel loads from global memory (0 when the grid and block sizes are not in the stats)."""
+    from jaxsimt.coalescing import METRIC_REQUESTS
+
+    blocks = _num(stats.get("launch__grid_size", 0))
+    threads = _num(stats.get("launch__block_size", 0))
+    warps = blocks * jnp.ceil(threads / 32.0)
+    per_warp = jnp.where(warps > 0, _num(stats.get("smsp__inst_executed.sum", 0)) / jnp.maximum(warps, 1.0), 0.0)
+    loads = _num(stats.get(METRIC_REQUESTS.format(op="ld"), 0))
+    cycles = per_warp + jnp.where((loads > 0) & (warps > 0), params["l2_latency"], 0.0)
+    return cycles / (params["clock_ghz"] * 1e9)
 
 
 def hiding(occupancy, params: Mapping[str, jax.Array], memory_fraction):
@@ -86,7 +112,8 @@ def predict_seconds(stats: Mapping[str, float], params: Mapping[str, jax.Array],
     t = jnp.max(jnp.stack(list(b.values())))
     mem = jnp.maximum(b["l2"], b["dram"])
     mem_fraction = jnp.clip(mem / jnp.maximum(t, 1e-30), 0.0, 1.0)
-    return t / hiding(_num(stats.get("occupancy", 1.0)), params, mem_fraction)
+    busy = t / hiding(_num(stats.get("occupancy", 1.0)), params, mem_fraction)
+    return params["launch_overhead_us"] * 1e-6 + jnp.maximum(busy, warp_floor(stats, params))
 
 
 def predict(stats: Mapping[str, float], arch: "Arch | str", dram_bytes, fmas) -> dict:
@@ -95,5 +122,13 @@ def predict(stats: Mapping[str, float], arch: "Arch | str", dram_bytes, fmas) ->
     b = bounds(stats, params, dram_bytes, fmas)
     t = float(predict_seconds(stats, params, dram_bytes, fmas))
     limiter = max(b, key=lambda k: float(b[k]))
+    floor = float(warp_floor(stats, params))
+    launch = float(params["launch_overhead_us"]) * 1e-6
+    busy = t - launch  # the larger of the throughput time and the one-warp floor
+    if floor >= busy > 0 and floor > max(float(v) for v in b.values()):
+        limiter = "latency"  # one warp's own instructions and its first load take longer than any throughput bound
+    if launch > busy:
+        limiter = "launch"  # a small kernel: most of its time is the launch itself
     return {"predicted_ms_analytical": t * 1e3, "predicted_ms": t * 1e3, "limiter": limiter,
-            **{f"bound_{k}_ms": float(v) * 1e3 for k, v in b.items()}}
+            **{f"bound_{k}_ms": float(v) * 1e3 for k, v in b.items()}, "launch_overhead_ms": float(
+                params["launch_overhead_us"]) * 1e-3, "warp_floor_ms": floor * 1e3}

@@ -14,13 +14,14 @@ calibrated (the H200), else the analytical model's (`jaxsimt.cost`, always shown
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
+from jaxsimt.command import command
 
 
 @dataclass
@@ -182,13 +183,81 @@ def measured_ms(arch: str, M: int, N: int, K: int) -> dict:
             if size == M and rec.get("median_ms") is not None}
 
 
+def _source_fingerprint() -> str:
+    """A hash of the code and data that a ladder row depends on (the package, the kernel library, JAX's
+    version): a cached row is reused only by the same code."""
+    import hashlib
+    import os
+
+    import jax
+
+    import jaxsimt
+    from jaxsimt import kernels
+
+    h = hashlib.sha1(jax.__version__.encode())
+    roots = {os.path.dirname(jaxsimt.__file__), os.path.dirname(kernels.__file__)}
+    for root in sorted(roots):
+        for d, dirs, files in os.walk(root):
+            dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+            for f in sorted(files):
+                if f.endswith((".py", ".ptx", ".json", ".csv")):
+                    with open(os.path.join(d, f), "rb") as fh:
+                        h.update(f.encode() + b"\0" + fh.read())
+    return h.hexdigest()
+
+
+def _cache_path(key: dict) -> "str | None":
+    import hashlib
+    import os
+
+    from jaxsimt.compile_cache import default_dir
+
+    digest = hashlib.sha1(json.dumps({**key, "source": _source_fingerprint()}, sort_keys=True).encode()).hexdigest()
+    return os.path.join(os.path.dirname(default_dir()), "ladder", f"{digest[:24]}.json")
+
+
+def _load_rows(path: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _store_rows(path: str, rows) -> None:
+    import os
+    import tempfile
+
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(rows, f, default=float)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache folder only costs the next command a recomputation
+
+
+SIZE_LIMIT = 1 << 15
+
+
+@command("ladder")
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="jaxsimt ladder", description=__doc__.splitlines()[0])
-    ap.add_argument("--arch", default="h200")
-    ap.add_argument("--size", type=int, nargs=3, default=[4096, 4096, 4096], metavar=("M", "N", "K"))
-    ap.add_argument("--rungs", default="", help="comma-separated subset (default: all)")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--plot", default="", help="write a chart of the ladder to this PNG file")
+    from jaxsimt.command import ArgumentParser, add_arch, check_output_file
+    from jaxsimt.errors import UsageError
+    from jaxsimt.kernels import gemm
+
+    names = [r.name for r in gemm.RUNGS] + ([] if "wmma" in gemm.BY_NAME else ["wmma"])
+    ap = ArgumentParser(prog="jaxsimt ladder", description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+    add_arch(ap)
+    ap.add_argument("--size", type=int, nargs=3, default=[4096, 4096, 4096], metavar=("M", "N", "K"),
+                    help="GEMM size: C[M, N] = A[M, K] B[K, N]")
+    ap.add_argument("--rungs", default="", metavar="A,B",
+                    help=f"comma-separated subset of: {', '.join(names)} (default: all)")
+    ap.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
+                    help="print the rows as JSON instead of the table, or with FILE write them there as well as "
+                         "printing the table (one computation for both)")
+    ap.add_argument("--plot", default="", metavar="FILE.png", help="write a chart of the ladder to this PNG file")
     # predicted_ms is the best model available (CONTRACTS.md): the cycle-level model where the architecture's
     # timing parameters are calibrated against hardware (Arch.timing_fitted: the H200), else the analytical
     # model, whose uncalibrated cycle-level alternative is no better (docs/timing.md).
@@ -196,53 +265,136 @@ def main(argv=None) -> int:
                     help="run the cycle-level timing model even without calibrated parameters for --arch")
     ap.add_argument("--analytical-only", action="store_true",
                     help="skip the cycle-level model (faster: no instruction traces); predicted_ms is the analytical one")
+    ap.add_argument("--recompute", action="store_true",
+                    help="compute again rows that an earlier command computed with the same code (kept in "
+                         "$XDG_CACHE_HOME/jaxsimt/ladder)")
     args = ap.parse_args(argv)
     M, N, K = args.size
+    for name, v in zip("MNK", (M, N, K)):
+        if not 1 <= v <= SIZE_LIMIT:
+            raise UsageError(f"--size {M} {N} {K}: {name} = {v} must be from 1 to {SIZE_LIMIT}")
+    wanted = [r for r in args.rungs.split(",") if r.strip()]
+    unknown = [r for r in wanted if r not in names]
+    if unknown:
+        raise UsageError(f"--rungs: unknown rung {unknown[0]!r} (one of {', '.join(names)})")
+    if args.cycle_level and args.analytical_only:
+        raise UsageError("--cycle-level and --analytical-only exclude each other")
+    to_file = args.json not in (None, "-")
+    if to_file:
+        check_output_file(args.json, "--json")
+    if args.plot:
+        check_output_file(args.plot, "--plot")
     from jaxsimt.arch import get_arch
 
     cycle_level = (args.cycle_level or get_arch(args.arch).timing_fitted is not None) and not args.analytical_only
 
     from rich.console import Console
     from rich.progress import Progress
-    from rich.table import Table
 
-    console = Console(stderr=args.json, width=max(Console().width, 160))
-    todo = [r for r in rungs() if not args.rungs or r.name in args.rungs.split(",")]
-    rows = []
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task(f"emulating the ladder at {M}x{N}x{K}", total=len(todo))
-        for r in todo:
-            progress.update(task, description=f"{r.name}")
-            rows.append(analyse(r, M, N, K, args.arch, timing=cycle_level))
-            progress.advance(task)
+    console = Console(stderr=args.json == "-", width=min(Console().width, TABLE_WIDTH) if Console().is_terminal
+                      else TABLE_WIDTH)
+    todo = [r for r in rungs() if not wanted or r.name in wanted]
+    cache = _cache_path({"arch": args.arch, "size": [M, N, K], "rungs": [r.name for r in todo],
+                         "cycle_level": cycle_level})
+    rows = None if args.recompute else _load_rows(cache)
+    if rows is None:
+        rows = []
+        with Progress(console=console, transient=True) as progress:
+            task = progress.add_task(f"emulating the ladder at {M}x{N}x{K}", total=len(todo))
+            for r in todo:
+                progress.update(task, description=f"{r.name}")
+                rows.append(analyse(r, M, N, K, args.arch, timing=cycle_level))
+                progress.advance(task)
+        rows = json.loads(json.dumps(rows, default=float))  # the same plain numbers whether computed or cached
+        _store_rows(cache, rows)
     meas = measured_ms(args.arch, M, N, K)
     for row in rows:
         row["measured_ms"] = meas.get(row["variant"])
-    if args.json:
+    if args.json == "-":
         print(json.dumps(rows, indent=1, default=float))
     else:
-        model = "the calibrated cycle-level model" if cycle_level else "the analytical model"
-        t = Table(title=f"GEMM ladder, {M}x{N}x{K} f32 on {args.arch} (predicted by {model})")
-        for c in ("variant", "pred. ms", "analyt. ms", "GFLOP/s", "measured ms", "top stall", "limiter", "sect/req", "wavef/req",
-                  "occupancy", "SIMD eff", "FLOP/B(L2)", "DSL warp inst"):
-            t.add_column(c, justify="left" if c in ("variant", "limiter") else "right")
-        for row in rows:
-            m = row["measured_ms"]
-            t.add_row(row["variant"], f"{row['predicted_ms']:.3f}", f"{row['predicted_ms_analytical']:.3f}",
-                      f"{row['gflops']:,.0f}", "" if m is None else f"{m:.3f}", _top_stall(row["timing"]),
-                      row["limiter"], f"{row['sectors_per_request']:.2f}",
-                      f"{row['shared_wavefronts_per_request']:.2f}",
-                      f"{row['occupancy']:.2f} ({row['occupancy_limiter']})", f"{row['simd_efficiency']:.3f}",
-                      f"{row['arithmetic_intensity']:.2f}", f"{row['stats']['smsp__inst_executed.sum']:,}")
-        console.print(t)
-        if cycle_level:
-            console.print("Counters: the DSL kernels' (exact, one block per class). pred. ms: the cycle-level model "
-                          "replaying each rung's PTX as nvcc compiled it (docs/timing.md).")
-        for row in rows:
-            console.print(f"[bold]{row['variant']}[/bold]: {row['why']}")
+        if to_file:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(rows, f, indent=1, default=float)
+        print_table(rows, M, N, K, args.arch, cycle_level, console)
     if args.plot:
         _plot(rows, args.plot, M, N, K, args.arch)
     return 0
+
+
+TABLE_WIDTH = 120
+
+
+def _n(x: float, digits: int = 3) -> str:
+    """A number in full (no truncation): fixed point, with thousands separators for large values."""
+    if x is None:
+        return ""
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if 0 < abs(x) < 10 ** -digits:
+        return f"{x:.{digits - 1}e}"
+    return f"{x:.{digits}f}"
+
+
+def _wrap_name(name: str, width: int = 11) -> str:
+    """A snake_case name broken after underscores into lines of at most `width` characters where it can be."""
+    lines, cur = [], ""
+    for part in name.split("_"):
+        piece = part if not cur else "_" + part
+        if cur and len(cur) + len(piece) > width:
+            lines.append(cur + "_")
+            cur = part
+        else:
+            cur += piece
+    return "\n".join(lines + [cur])
+
+
+_LIMIT = {"registers": "regs", "shared_memory": "smem", "warps": "warps", "blocks": "blks"}  # short, in the table
+
+
+def print_table(rows, M, N, K, arch, cycle_level, console) -> None:
+    """The ladder as a table of at most TABLE_WIDTH columns: names wrap (after underscores), numbers never do.
+    The analytical and stall columns appear only where they add something (the cycle-level model ran)."""
+    from rich import box
+    from rich.table import Table
+
+    model = "the calibrated cycle-level model" if cycle_level else "the analytical model"
+    t = Table(title=f"GEMM ladder, {M}x{N}x{K} on {arch} (predicted by {model})", box=box.SIMPLE_HEAD,
+              padding=(0, 1), collapse_padding=True, pad_edge=False, show_edge=False, title_justify="left")
+    # (header, width, is text, cell)
+    columns = [
+        ("variant", 11, True, lambda r: _wrap_name(r["variant"])),
+        ("pred.\nms", 8, False, lambda r: _n(r["predicted_ms"])),
+        ("analyt.\nms", 8, False, lambda r: _n(r["predicted_ms_analytical"])),
+        ("meas.\nms", 8, False, lambda r: _n(r["measured_ms"])),
+        ("GFLOP/s", 7, False, lambda r: f"{r['gflops']:,.0f}"),
+        ("top stall\n(cyc/inst)", 10, True, lambda r: _top_stall(r["timing"] or {})),
+        ("limiter", 7, True, lambda r: r["limiter"]),
+        ("sectors\n/req.", 7, False, lambda r: _n(r["sectors_per_request"], 2)),
+        ("shared\nwavef.\n/req.", 6, False, lambda r: _n(r["shared_wavefronts_per_request"], 2)),
+        ("occu-\npancy", 5, True, lambda r: f"{r['occupancy']:.2f}\n{_LIMIT.get(r['occupancy_limiter'], r['occupancy_limiter'])}"),
+        ("SIMD\neffic.", 6, False, lambda r: _n(r["simd_efficiency"])),
+        ("FLOP/B\n(L2)", 7, False, lambda r: _n(r["arithmetic_intensity"], 2)),
+        ("warp inst\n(DSL, M)", 9, False, lambda r: _n(r["stats"]["smsp__inst_executed.sum"] / 1e6, 2)),
+    ]
+    if not cycle_level:  # predicted is the analytical model's, and there are no stall reasons
+        columns = [c for c in columns if not c[0].startswith(("analyt.", "top stall"))]
+    cells = [[c[3](r) for c in columns] for r in rows]
+    for k, (head, width, text, _) in enumerate(columns):
+        widest = max(len(x) for lines in [head] + [row[k] for row in cells] for x in lines.splitlines())
+        t.add_column(head, justify="left" if text else "right", no_wrap=not text, overflow="fold",
+                     min_width=min(width, widest) if text else widest, max_width=width if text else None)
+    for row in cells:
+        t.add_row(*row)
+    console.print(t)
+    if cycle_level:
+        console.print("Counters: the DSL kernels' (exact, one block per class). pred.: the cycle-level model "
+                      "replaying each rung's PTX as nvcc compiled it (docs/timing.md); analyt.: the analytical "
+                      "model (jaxsimt.cost); meas.: the H200 measurement.")
+    for row in rows:
+        console.print(f"[bold]{row['variant']}[/bold]: {row['why']}")
 
 
 def _top_stall(st: dict) -> str:
@@ -252,7 +404,7 @@ def _top_stall(st: dict) -> str:
     if not per:
         return ""
     k = max(per, key=per.get)
-    return f"{k} {per[k]:.1f}"
+    return f"{_wrap_name(k, 10)}\n{per[k]:.1f}"
 
 
 def _plot(rows, path: str, M, N, K, arch) -> None:

@@ -77,7 +77,8 @@ def _scalar_value(t: T.DType, val: str, spec: str):
     except ValueError:
         raise ArgSpecError(f"--arg {spec!r}: {val!r} is not a {t.name} value") from None
     if t.is_float:
-        out = np.asarray(v).astype(t.np_dtype)
+        with np.errstate(over="ignore"):  # an overflow is reported below, by name
+            out = np.asarray(v).astype(t.np_dtype)
         if np.isfinite(v) and not np.isfinite(out):
             raise ArgSpecError(f"--arg {spec!r}: {val} does not fit in {t.name}")
         return out[()]

@@ -32,7 +32,8 @@ DEFAULT_CONFIGS: list[tuple[str, dict]] = [
     ("register_tiled", {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "MR": 8, "NR": 8}),
 ]
 
-_COUNTERS = ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "emulator__tensor_flops")
+_COUNTERS = ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "emulator__tensor_flops",
+             "launch__grid_size", "launch__block_size", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
 
 
 def config_name(rung: str, params: dict) -> str:

@@ -31,3 +31,28 @@ def test_gradient_with_respect_to_every_parameter():
     assert set(g) == set(params)
     assert float(g["dram_gbytes_per_s"]) < 0  # more bandwidth, less time
     assert all(jnp.isfinite(v) for v in g.values())
+
+
+TINY = {"smsp__inst_executed.sum": 148, "launch__grid_size": 1, "launch__block_size": 32,
+        "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": 1, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 4,
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": 4, "occupancy": 0.5}
+
+
+def test_a_tiny_kernel_takes_at_least_the_launch_and_one_warps_path():
+    # one warp of 148 instructions and one load: the launch overhead, its instructions one per cycle and one L2
+    # round trip, not the 1e-7 ms of its instructions spread over all 132 SMs
+    t = cost.params_of("h200")
+    p = cost.predict(TINY, "h200", dram_bytes=256, fmas=32)
+    want_ms = float(t["launch_overhead_us"]) * 1e-3 + (148 + float(t["l2_latency"])) / (float(t["clock_ghz"]) * 1e9) * 1e3
+    assert p["predicted_ms"] == pytest.approx(want_ms, rel=1e-5)
+    assert p["limiter"] == "launch"
+    assert p["warp_floor_ms"] == pytest.approx(want_ms - float(t["launch_overhead_us"]) * 1e-3, rel=1e-5)
+
+
+def test_per_sm_bounds_count_only_the_sms_that_hold_a_block():
+    one_block = dict(STATS, launch__grid_size=1, launch__block_size=1024)
+    many = dict(STATS, launch__grid_size=10_000, launch__block_size=1024)
+    b1 = cost.bounds(one_block, cost.params_of("h200"), 4e9, 1e6)
+    bn = cost.bounds(many, cost.params_of("h200"), 4e9, 1e6)
+    assert float(b1["issue"]) == pytest.approx(132 * float(bn["issue"]))
+    assert float(b1["dram"]) == pytest.approx(float(bn["dram"]))  # chip-wide units are shared by all SMs
