@@ -27,6 +27,7 @@ from jaxsimt.errors import (
     StepBudgetExceeded,
 )
 from jaxsimt.launch import LaunchResult, launch
+from jaxsimt.compile_cache import enable_compile_cache  # opt-in: importing jaxsimt leaves JAX's config alone
 from jaxsimt.batch import BatchResult, LaunchSpec, launch_batch, sweep
 from jaxsimt.tensor import WarpSyncError, ldmatrix, mma_sync, wmma
 from jaxsimt.types import bf16, f16, f32, f64, pred, s8, s16, s32, s64, u8, u16, u32, u64
