@@ -46,13 +46,37 @@ def _round_to_odd_f64(p, c):
     return lax.bitcast_convert_type(bits, jnp.float64)
 
 
-def fma(a, b, c, dtype: DType):
+def _fma_f64(a, b, c, zero):
+    """a * b + c in f64 with one rounding, from f64 operations alone (XLA:CPU does not fuse a*b+c
+    reliably): the exact product p + e (Dekker's split), p + c = s + t exactly (TwoSum), then
+    s + RO(t + e), where rounding t + e to odd makes the last rounding correct. The run-time zero keeps
+    XLA from simplifying a*b - p. Products or sums beyond ~2^996 in magnitude, and subnormals
+    (flushed on XLA:CPU), are outside its exact range."""
+    split = 134217729.0  # 2^27 + 1: halves of 26 significant bits
+    def halves(x):
+        g = guard(x * split, zero)
+        hi = g - (g - x)
+        return hi, x - hi
+    p = guard(a * b, zero)
+    ah, al = halves(a)
+    bh, bl = halves(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    bb = s - p
+    t = (p - (s - bb)) + (c - bb)
+    r = s + _round_to_odd_f64(t, e)
+    # infinities, NaNs and zero products: the plain result (the error terms are meaningless there)
+    plain = a * b + c
+    return jnp.where(jnp.isfinite(r) & (p != 0), r, plain)
+
+
+def fma(a, b, c, dtype: DType, zero=None):
     if not dtype.is_float:
         return a * b + c
     if dtype == T.f64:
-        # The f64 product is not exact in f64; XLA contracts this into an FMA where the backend has
-        # one. Documented as a deviation for f64 (see docs/concepts.md).
-        return a * b + c
+        if zero is None:
+            return a * b + c
+        return _fma_f64(a, b, c, zero)
     a64, b64, c64 = (x.astype(jnp.float64) for x in (a, b, c))
     p = a64 * b64  # exact: 2 x 24 significant bits fit in 53
     return _round_to_odd_f64(p, c64).astype(dtype.np_dtype)
@@ -179,7 +203,7 @@ def execute(op: str, ins, args, dtype: DType, zero):
     if op == "mad":
         return args[0] * args[1] + args[2]
     if op == "fma":
-        return fma(*args, dtype)
+        return fma(*args, dtype, zero)
     if op == "div":
         return div(args[0], args[1], dtype, zero)
     if op == "rem":

@@ -166,7 +166,7 @@ class JaxsimtBackend:
         kw = dict(self.kw)
         if self.constants:
             kw["constants"] = dict(self.constants)
-        res = self.P.launch(self.module, name, grid, block, list(args), **kw)
+        res = self.P.launch(self.ptx, name, grid, block, list(args), **kw)
         names = [p.name for p in self.module.function(name).params]
         for pname, a in zip(names, args):
             buf = a[0] if isinstance(a, tuple) else a

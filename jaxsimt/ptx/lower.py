@@ -75,9 +75,13 @@ class _Ctx:
 
 
 class _Lowerer:
-    def __init__(self, module: ast.Module, entry: ast.Function, args, dynamic_smem: int):
+    def __init__(self, module: ast.Module, entry: ast.Function, args, dynamic_smem: int, contract: bool = True,
+                 pointers: Optional[dict] = None):
         self.mod, self.entry, self.args = module, entry, args
         self.dynamic_smem = int(dynamic_smem)
+        self.contract = contract
+        self.contractible: set = set()  # ids of the plain (no rounding modifier) f32/f64 mul/add/sub emitted
+        self.pointers = dict(pointers or {})  # parameter -> (parameter whose buffer it points into, byte offset)
         self.regs: list[Reg] = []
         self.regmap: dict = {}
         self.blocks: list = []  # [key, instrs, term-spec]
@@ -296,7 +300,67 @@ class _Lowerer:
             self.blocks[-1][2] = (EXIT, None, None, False, None)
         return self.build()
 
+    def contract_mul_add(self):
+        """Fuse what ptxas fuses (checked in the H200's SASS): a plain `mul` whose result is read only by
+        one later plain `add`/`sub` of the same type in the same block, neither predicated, the product's
+        operands unchanged in between, becomes one `fma` at the add (one rounding). a*b - c is
+        fma(a, b, -c) and c - a*b is fma(-a, b, c): negation is exact. `.rn` forms are never fused."""
+        uses: dict = {}
+        for _, instrs, t in self.blocks:
+            for ins in instrs:
+                for r in ins.src:
+                    if isinstance(r, Reg):
+                        uses[r.index] = uses.get(r.index, 0) + 1
+            if t is not None and isinstance(t[2], Reg):
+                uses[t[2].index] = uses.get(t[2].index, 0) + 1
+        for blk in self.blocks:
+            instrs = blk[1]
+            out, dead = list(instrs), set()
+            for i, mul in enumerate(instrs):
+                if mul.op != "mul" or id(mul) not in self.contractible or uses.get(mul.dst[0].index) != 1:
+                    continue
+                d = mul.dst[0]
+                watch = {d.index} | {r.index for r in mul.src if isinstance(r, Reg)}
+                for j in range(i + 1, len(instrs)):
+                    nxt = instrs[j]
+                    reads = [k for k, r in enumerate(nxt.src) if isinstance(r, Reg) and r.index == d.index]
+                    if reads:
+                        if (nxt.op in ("add", "sub") and id(nxt) in self.contractible and len(reads) == 1
+                                and nxt.attr("type") == mul.attr("type") and j not in dead):
+                            out[j] = self._fused(mul, nxt, reads[0])
+                            dead.add(i)
+                        break
+                    if any(r.index in watch for r in nxt.dst):
+                        break
+            flat = []  # a fused add is a list (a negation, then the fma)
+            for k, ins in enumerate(out):
+                if k not in dead:
+                    flat.extend(ins if isinstance(ins, list) else [ins])
+            blk[1] = flat
+
+    def _fused(self, mul, add, k):
+        """The instructions replacing `add` (reading mul's result as its operand k) by one fma."""
+        a, b = mul.src
+        c = add.src[1 - k]
+        t = T.BY_NAME[mul.attr("type")]
+        pre = []
+
+        def neg(x):
+            if isinstance(x, Imm):
+                return Imm(-x.value, x.dtype)
+            r = self.temp(t)
+            pre.append(Instr("neg", (r,), (x,), (("type", t.name),), add.loc))
+            return r
+
+        if add.op == "sub" and k == 0:  # a*b - c
+            c = neg(c)
+        elif add.op == "sub":  # c - a*b
+            a = neg(a)
+        return pre + [Instr("fma", add.dst, (a, b, c), (("type", t.name),), add.loc)]
+
     def build(self) -> Program:
+        if self.contract:
+            self.contract_mul_add()
         index = {}
         for i, b in enumerate(self.blocks):
             index[b[0]] = i
@@ -735,7 +799,9 @@ class _Lowerer:
             self.emit("ptx.farith", [D(0)], [S(k) for k in range(1, n)], loc, type=ttxt, fn=op, rnd=rnd,
                       sat="sat" in mods, relu="relu" in mods)
         else:
-            self.emit(op, [D(0)], [S(k) for k in range(1, n)], loc, type=ttxt)
+            e = self.emit(op, [D(0)], [S(k) for k in range(1, n)], loc, type=ttxt)
+            if rnd is None and op in ("mul", "add", "sub") and t in (T.f32, T.f64):
+                self.contractible.add(id(e))  # ptxas may fuse these (no .rn): see contract_mul_add
 
     def setp(self, ins, ctx, loc):
         ops = ins.operands
@@ -1025,7 +1091,11 @@ class _Lowerer:
         name = a.base.name
         if ctx.inst == 0 and op == "ld" and name in [p.name for p in self.entry.params]:
             k = [p.name for p in self.entry.params].index(name)
-            self.emit("param", [self.dst(ops[0], ctx, ins)], [], loc, index=k)
+            d = self.dst(ops[0], ctx, ins)
+            owner, off = self.pointers.get(k, (k, 0))
+            self.emit("param", [d], [], loc, index=owner)
+            if off:  # a pointer into its buffer: the buffer's base plus the offset
+                self.emit("add", [d], [d, Imm(int(off), d.dtype)], loc, type=d.dtype.name)
             return
         r = self.param_var(a.base, ctx, ins)
         if op == "ld":
@@ -1086,13 +1156,17 @@ _CACHE: dict = {}
 
 
 def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None, dynamic_smem: int = 0,
-          check: bool = True) -> Program:
+          check: bool = True, contract: bool = True, pointers: Optional[dict] = None) -> Program:
     """Lower entry `kernel` of a PTX module (an `ast.Module` or PTX text) to a `Program`.
 
     args: the launch arguments, used only to decide which parameters are pointers (numpy arrays with at
     least one dimension) and their element types; without them every .u64/.b64 parameter is a pointer to
-    bytes (u8). dynamic_smem: bytes of `.extern .shared` memory. Lowered programs are cached by module,
-    kernel, argument kinds and dynamic shared-memory size, so repeated launches reuse compiled machines.
+    bytes (u8). dynamic_smem: bytes of `.extern .shared` memory. contract: fuse plain `mul` + dependent
+    `add`/`sub` pairs into `fma` as ptxas does (docs/ptx.md); False keeps two roundings. pointers:
+    {parameter index: (index of the parameter holding the buffer, byte offset)}: that parameter's value is
+    the other's base plus the offset (aliased and offset pointer arguments; the parameter itself is then
+    passed as a scalar). Lowered programs are cached by module, kernel, argument kinds, dynamic
+    shared-memory size and these options, so repeated launches reuse compiled machines.
     """
     if isinstance(module, str):
         module = parse(module)
@@ -1103,7 +1177,8 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
             raise ValueError(f"{module.filename}: {len(module.entries)} kernels; name one of "
                              f"{[e.name for e in module.entries]}")
         kernel = module.entries[0].name
-    key = (id(module), kernel, _signature(args), int(dynamic_smem))
+    ptrs = tuple(sorted((int(k), (int(v[0]), int(v[1]))) for k, v in (pointers or {}).items()))
+    key = (id(module), kernel, _signature(args), int(dynamic_smem), bool(contract), ptrs)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is module:
         return hit[1]
@@ -1114,7 +1189,7 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
                          f"{[e.name for e in module.entries]}") from None
     if not entry.is_entry:
         raise ValueError(f"{kernel} is a .func, not a kernel (.entry)")
-    prog = _Lowerer(module, entry, None if args is None else list(args), dynamic_smem).run()
+    prog = _Lowerer(module, entry, None if args is None else list(args), dynamic_smem, contract, dict(ptrs)).run()
     _CACHE[key] = (module, prog)
     return prog
 

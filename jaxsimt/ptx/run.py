@@ -1,19 +1,27 @@
 """`jaxsimt.ptx.launch`: parse, lower and run one PTX kernel with the launch's arguments.
 
-Which parameters are pointers is decided by the arguments (numpy arrays -> pointers to their element
-type, anything else -> a scalar of the parameter's PTX type). Hidden arrays (module `.const`/`.global`
-variables) are appended to the arguments; the per-thread `.local` frame is the machine's local memory
-(`local_bytes=` of `jaxsimt.launch`, at least the frame's size); the result keeps the `.global`
-variables' final contents in `outputs` under their PTX names and drops the rest.
+Which parameters are pointers is decided by the arguments: a numpy array (bool arrays included: one
+byte per element, as C++'s bool) or `(array, offset)` (a pointer `offset` elements into the array) is a
+pointer, anything else a scalar of the parameter's PTX type. One array object passed for several
+parameters is one buffer (aliased pointers, as host code that passes the same allocation twice), also
+when the parameters point into it at different offsets. `result[name]` of a pointer parameter is the
+final contents of the whole buffer it points into, as an array like the one passed: parameters aliasing
+one buffer give the same array object, and an offset pointer's own elements are
+`result[name][offset:]`. Hidden arrays (module `.const`/`.global` variables) are appended to the
+arguments, their initial contents from the module's initializers or from `constants={symbol: array}`
+(cudaMemcpyToSymbol: the array's bytes from the variable's start); the per-thread `.local` frame is the
+machine's local memory (`local_bytes=` of `jaxsimt.launch`, at least the frame's size); the result keeps
+the `.global` variables' final contents in `outputs` under their PTX names and drops the rest.
 """
 from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from jaxsimt.errors import LaunchConfigError
 from jaxsimt.ptx.lower import hidden_arrays, lower
 from jaxsimt.ptx.parser import parse
 
@@ -40,20 +48,72 @@ def _dims(x):
     return [int(v) for v in x]
 
 
+def _pointer_args(args):
+    """Args for the lowering (each buffer once, at its first parameter; the other parameters pointing into
+    it become scalars) and {parameter: (buffer's parameter, byte offset)} for every pointer that is not a
+    buffer's own start; also {parameter: buffer's parameter} for every pointer."""
+    owner_of: dict = {}  # id(array) -> parameter index holding it
+    lowered, pointers, buffer_of = [], {}, {}
+    for i, a in enumerate(args):
+        arr, off = None, 0
+        if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], np.ndarray):
+            arr, off = a
+            if not isinstance(off, (int, np.integer)) or not 0 <= int(off) <= arr.size:
+                raise LaunchConfigError(f"argument {i}: offset {off!r} must be an element index in [0, {arr.size}]")
+            off = int(off)
+        elif isinstance(a, np.ndarray) and a.ndim > 0:
+            arr = a
+        if arr is None:
+            lowered.append(a)
+            continue
+        if arr.ndim == 0:
+            raise LaunchConfigError(f"argument {i}: a pointer argument needs an array of at least one element")
+        owner = owner_of.setdefault(id(arr), i)
+        buffer_of[i] = owner
+        if owner == i:
+            lowered.append(np.ascontiguousarray(arr))
+        else:
+            lowered.append(np.uint64(0))  # its value is the buffer's address: see `pointers`
+        if owner != i or off:
+            pointers[i] = (owner, off * arr.itemsize)
+    return lowered, pointers, buffer_of
+
+
+def _constants(prog, hidden, constants):
+    names = {h.name: k for k, h in enumerate(prog.ptx_hidden)}
+    for sym, value in (constants or {}).items():
+        if sym not in names:
+            raise LaunchConfigError(f"kernel {prog.name}: no module .const/.global variable named {sym!r}; "
+                                    f"variables: {sorted(names)}")
+        raw = np.ascontiguousarray(value).view(np.uint8).reshape(-1)
+        buf = hidden[names[sym]]
+        if raw.size > buf.size:
+            raise LaunchConfigError(f"kernel {prog.name}: {raw.size} bytes for {sym!r}, which holds {buf.size}")
+        buf[:raw.size] = raw
+
+
 def launch(ptx_text_or_path, kernel_name, grid, block, args: Sequence[Any] = (), arch="h200", *,
-           dynamic_smem: int = 0, **launch_kwargs):
-    """Run `kernel_name` from PTX text or a .ptx path; other keywords go to `jaxsimt.launch`."""
+           dynamic_smem: int = 0, contract: bool = True, constants: Optional[dict] = None, **launch_kwargs):
+    """Run `kernel_name` from PTX text or a .ptx path; other keywords go to `jaxsimt.launch`.
+
+    args: arrays, `(array, offset)` pointers and scalars (see the module's docstring); contract: fuse
+    plain `mul` + dependent `add`/`sub` into `fma` as ptxas does (docs/ptx.md), False rounds twice;
+    constants: {module variable: array} copied into `.const`/`.global` variables before the launch."""
     from jaxsimt.launch import launch as _launch
 
     module = load_module(ptx_text_or_path)
     args = [np.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-    prog = lower(module, kernel_name, args, dynamic_smem=dynamic_smem)
+    lowered, pointers, buffer_of = _pointer_args(args)
+    prog = lower(module, kernel_name, lowered, dynamic_smem=dynamic_smem, contract=contract, pointers=pointers)
     hidden = hidden_arrays(prog, _dims(grid), _dims(block))
+    _constants(prog, hidden, constants)
     launch_kwargs["local_bytes"] = max(int(launch_kwargs.get("local_bytes", 0)), prog.ptx_local_bytes)
-    res = _launch(prog, grid, block, list(args) + hidden, arch, **launch_kwargs)
+    res = _launch(prog, grid, block, list(lowered) + hidden, arch, **launch_kwargs)
     n = prog.ptx_user_params
     for h in prog.ptx_hidden:
         if h.kind != "global":
             res.outputs.pop(h.name, None)
+    for i, owner in buffer_of.items():
+        res.outputs[prog.params[i].name] = res.outputs[prog.params[owner].name]
     res.args = tuple(res.args[:n])
     return res

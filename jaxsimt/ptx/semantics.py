@@ -384,8 +384,8 @@ def farith(ex, ins, pc):
     args = [ex.read(s, dt) for s in ins.src]
     if dt == T.f64:
         r = {"add": lambda: args[0] + args[1], "sub": lambda: args[0] - args[1],
-             "mul": lambda: alu.guard(args[0] * args[1], ex.zero), "fma": lambda: alu.fma(*args, dt),
-             "mad": lambda: alu.fma(*args, dt), "div": lambda: alu.fdiv(args[0], args[1], ex.zero),
+             "mul": lambda: alu.guard(args[0] * args[1], ex.zero), "fma": lambda: alu.fma(*args, dt, ex.zero),
+             "mad": lambda: alu.fma(*args, dt, ex.zero), "div": lambda: alu.fdiv(args[0], args[1], ex.zero),
              "sqrt": lambda: jnp.sqrt(args[0]), "rcp": lambda: 1.0 / args[0]}[fn]()
     else:
         r = round_f64_to(_exact64(fn, args, ex.zero), dt, rnd)
