@@ -270,3 +270,20 @@ def test_base_names():
     assert base_name("void glob_load<float, PStride>(float*, float*, int)") == "glob_load"
     assert base_name("ns::f(int)") == "ns::f"
     assert base_name("(anonymous namespace)::kernel()") == "(anonymous namespace)::kernel"
+
+
+def test_a_faulting_kernel_exits_1_with_the_fault_report(capsys):
+    # n = 64 threads read arrays of 32 floats: the kernel's own out-of-bounds load, not a usage error
+    argv = ["run", SAXPY, "--grid", "1", "--block", "64", "--arg", "s32:64", "--arg", "f32:2", "--arg",
+            "f32[32]:ones", "--arg", "f32[32]:ones", "--no-timing"]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("jaxsimt run: error: the kernel faulted:") and "out-of-bounds" in err
+    assert "Traceback" not in err
+
+
+def test_a_ptx_syntax_error_is_one_line_with_file_and_line(tmp_path, capsys):
+    bad = tmp_path / "bad.ptx"
+    bad.write_text(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(\n .param .u64 p\n)\n{\n"
+                   "  mov.u32 %r1, ;\n  ret;\n}\n")
+    fails(capsys, ["run", str(bad), "--list"], "bad.ptx:8")
