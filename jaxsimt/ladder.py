@@ -361,8 +361,6 @@ def print_table(rows, M, N, K, arch, cycle_level, console) -> None:
     from rich.table import Table
 
     model = "the calibrated cycle-level model" if cycle_level else "the analytical model"
-    t = Table(title=f"GEMM ladder, {M}x{N}x{K} on {arch} (predicted by {model})", box=box.SIMPLE_HEAD,
-              padding=(0, 1), collapse_padding=True, pad_edge=False, show_edge=False, title_justify="left")
     # (header, width, is text, cell)
     columns = [
         ("variant", 11, True, lambda r: _wrap_name(r["variant"])),
@@ -382,13 +380,35 @@ def print_table(rows, M, N, K, arch, cycle_level, console) -> None:
     if not cycle_level:  # predicted is the analytical model's, and there are no stall reasons
         columns = [c for c in columns if not c[0].startswith(("analyt.", "top stall"))]
     cells = [[c[3](r) for c in columns] for r in rows]
-    for k, (head, width, text, _) in enumerate(columns):
-        widest = max(len(x) for lines in [head] + [row[k] for row in cells] for x in lines.splitlines())
-        t.add_column(head, justify="left" if text else "right", no_wrap=not text, overflow="fold",
-                     min_width=min(width, widest) if text else widest, max_width=width if text else None)
-    for row in cells:
-        t.add_row(*row)
-    console.print(t)
+    width = min(console.width, TABLE_WIDTH)
+
+    def table(keep: list, title: str):
+        t = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False,
+                  show_edge=False, title_justify="left")
+        for k in keep:
+            head, w, text, _ = columns[k]
+            widest = max(len(x) for lines in [head] + [row[k] for row in cells] for x in lines.splitlines())
+            t.add_column(head, justify="left" if text else "right", no_wrap=not text, overflow="fold",
+                         min_width=min(w, widest) if text else widest, max_width=w if text else None)
+        for row in cells:
+            t.add_row(*(row[k] for k in keep))
+        return t
+
+    def fits(keep: list) -> bool:
+        return console.measure(table(keep, ""), options=console.options.update(max_width=10_000)).minimum <= width
+
+    # Columns go into as few tables as fit the width (each with the variant first): rich would otherwise crop
+    # the last columns of a table that cannot fit, numbers included.
+    title = f"GEMM ladder, {M}x{N}x{K} on {arch} (predicted by {model})"
+    todo = list(range(1, len(columns)))
+    while todo:
+        keep = [0]
+        while todo and fits(keep + [todo[0]]):
+            keep.append(todo.pop(0))
+        if len(keep) == 1:  # a single column wider than the console: print it anyway
+            keep.append(todo.pop(0))
+        console.print(table(keep, title))
+        title = "(continued)"
     if cycle_level:
         console.print("Counters: the DSL kernels' (exact, one block per class). pred.: the cycle-level model "
                       "replaying each rung's PTX as nvcc compiled it (docs/timing.md); analyt.: the analytical "

@@ -287,3 +287,36 @@ def test_a_ptx_syntax_error_is_one_line_with_file_and_line(tmp_path, capsys):
     bad.write_text(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(\n .param .u64 p\n)\n{\n"
                    "  mov.u32 %r1, ;\n  ret;\n}\n")
     fails(capsys, ["run", str(bad), "--list"], "bad.ptx:8")
+
+
+def _ladder_row(name, ms):
+    return {"variant": name, "why": "what this rung changes", "predicted_ms": ms, "predicted_ms_analytical": ms * 0.9,
+            "measured_ms": ms * 1.1, "gflops": 137438.95 / ms, "limiter": "latency", "sectors_per_request": 16.0,
+            "shared_wavefronts_per_request": 10.25, "occupancy": 0.75, "occupancy_limiter": "shared_memory",
+            "simd_efficiency": 0.999, "arithmetic_intensity": 1234.56,
+            "stats": {"smsp__inst_executed.sum": 21_474_836_480},
+            "timing": {"stall_math_pipe_throttle_per_issue": 123.4, "stall_selected_per_issue": 1.0}}
+
+
+@pytest.mark.parametrize("cycle_level", [True, False])
+def test_ladder_table_fits_120_columns_without_cutting_numbers(cycle_level):
+    from rich.console import Console
+
+    from jaxsimt import ladder
+
+    rows = [_ladder_row(n, ms) for n, ms in (("naive_uncoalesced", 12345.678), ("register_tiled", 1.5e-4),
+                                             ("wmma", 8.921))]
+    console = Console(width=ladder.TABLE_WIDTH, record=True, file=open(os.devnull, "w"))
+    ladder.print_table(rows, 4096, 4096, 4096, "h200", cycle_level, console)
+    text = console.export_text()
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= 120
+    for s in ("12,346", "1.50e-04", "21,475", "1,235", "uncoalesced", "0.999", "smem"):
+        assert s in text, s
+    assert ("11,111" in text) == cycle_level  # the analytical column only beside a cycle-level prediction
+    # a realistic ladder (times of 0.5 ms to 12 s) fits in one table; the extreme GFLOP/s above needed two
+    rows[1] = _ladder_row("register_tiled", 0.5)
+    console = Console(width=ladder.TABLE_WIDTH, record=True, file=open(os.devnull, "w"))
+    ladder.print_table(rows, 4096, 4096, 4096, "h200", cycle_level, console)
+    text = console.export_text()
+    assert "(continued)" not in text and "21,475" in text
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= 120
