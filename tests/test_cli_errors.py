@@ -320,3 +320,26 @@ def test_ladder_table_fits_120_columns_without_cutting_numbers(cycle_level):
     text = console.export_text()
     assert "(continued)" not in text and "21,475" in text
     assert max(len(line.rstrip()) for line in text.splitlines()) <= 120
+
+
+def test_ladder_computes_once_for_the_table_and_the_json(monkeypatch, tmp_path, capsys):
+    from jaxsimt import ladder
+
+    calls = []
+
+    def fake_analyse(rung, M, N, K, arch, timing=False):
+        calls.append(rung.name)
+        return dict(_ladder_row(rung.name, 1.0), timing={}, cycles=None)
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(ladder, "analyse", fake_analyse)
+    argv = ["ladder", "--size", "32", "32", "32", "--rungs", "naive_coalesced", "--analytical-only"]
+    assert cli.main(argv + ["--json", str(tmp_path / "rows.json")]) == 0  # the table and the file, one computation
+    assert "GEMM ladder" in capsys.readouterr().out and calls == ["naive_coalesced"]
+    with open(tmp_path / "rows.json") as f:
+        assert json.load(f)[0]["variant"] == "naive_coalesced"
+    assert cli.main(argv + ["--json"]) == 0  # a later command with the same code reuses the rows
+    assert json.loads(capsys.readouterr().out)[0]["predicted_ms"] == 1.0 and calls == ["naive_coalesced"]
+    assert cli.main(argv + ["--json", "--recompute"]) == 0
+    assert len(calls) == 2
+    assert cli.main(argv[:-1] + ["--json"]) == 0 and len(calls) == 3  # another model: another computation
