@@ -196,6 +196,9 @@ def parser() -> ArgumentParser:
     p.add_argument("--mode", choices=("stack", "its"), default="stack",
                    help="execution mode: stack (reconvergence stack) or its (Independent Thread Scheduling, Volta "
                         "and later; docs/its.md)")
+    p.add_argument("--no-contract", action="store_true",
+                   help="keep plain PTX mul + add/sub as two roundings (default: fused into fma as ptxas does; "
+                        "docs/ptx.md)")
     p.add_argument("--carveout", type=int, default=None, metavar="KB",
                    help="L1/shared split: preferred shared memory per SM in KB (default: the largest allowed)")
     p.add_argument("--no-timing", action="store_true",
@@ -409,6 +412,7 @@ def main(argv) -> int:
     try:
         res = ptx.launch(a.file, kernel, a.grid, a.block, args, arch=a.arch, dynamic_smem=a.dynamic_smem,
                          regs=a.regs, mode=a.mode, timing=not a.no_timing and _has_timing(a.arch),
+                         contract=not a.no_contract,
                          carveout=None if a.carveout is None else a.carveout * 1024)
     except TypeError as e:  # an argument the kernel's parameter cannot take (checked by the lowering)
         raise UsageError(str(e)) from None

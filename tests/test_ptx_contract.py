@@ -129,3 +129,22 @@ def test_dsl_mul_add_stays_two_roundings_and_fma_one():
     r = js.launch(mul_then_add, 1, N, (a, b, c, np.zeros(N, np.float32), np.zeros(N, np.float32)))
     np.testing.assert_array_equal(_bits(r["y"]), _bits(a * b + c))
     np.testing.assert_array_equal(_bits(r["z"]), _bits(fused["add"]))
+
+
+def test_cli_run_no_contract(tmp_path):
+    from jaxsimt.run_cli import main
+    src = tmp_path / "k.ptx"
+    src.write_text(_ptx("f32"))
+    outs = {}
+    for flag in ([], ["--no-contract"]):
+        d = tmp_path / ("off" if flag else "on")
+        rc = main(["run", str(src), "--kernel", "k", "--grid", "1", "--block", str(N), "--arg", f"f32[{N}]:rand",
+                   "--arg", f"f32[{N}]:rand", "--arg", f"f32[{N}]:rand", "--arg", f"f32[{6 * N}]:zeros",
+                   "--no-timing", "--save-outputs", str(d)] + flag)
+        assert rc == 0
+        a, b, c = (np.load(next(d.glob(f"arg{k}_*.npy"))) for k in range(3))
+        outs[bool(flag)] = np.load(next(d.glob("arg3_*.npy"))).reshape(N, 6).T[0]
+    fa, fb, fc = ([Fraction(float(x)) for x in v] for v in (a, b, c))
+    fused = np.array([_round(x * y + z, np.float32) for x, y, z in zip(fa, fb, fc)])
+    np.testing.assert_array_equal(_bits(outs[False]), _bits(fused))
+    np.testing.assert_array_equal(_bits(outs[True]), _bits(c + a * b))
