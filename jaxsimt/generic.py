@@ -39,7 +39,7 @@ def _check(ex, ins, what):
 def access(ex, ins, pc, target) -> list:
     """A generic memory instruction: each lane's access goes to the memory its address's window names."""
     a = jnp.broadcast_to(ex.read(ins.src[0]), ex.active.shape).astype(jnp.int64)
-    full = a + ins.attr("offset", 0)
+    full = a + ex.offset(ins)
     size = target.generic_window_bytes
     parts, rest = [], ex.active
     for space, base in windows(target):

@@ -185,6 +185,10 @@ class _Exec:
         """Whether the register lives in the register files (else it lives only inside this block)."""
         return reg.index in self.m.slot
 
+    def offset(self, ins: Instr):
+        """A memory instruction's constant byte (or, indexed, element-scaled) offset."""
+        return ins.attr("offset", 0)
+
     def record_fault(self, code: int, pc: int, bad, addr):
         self.fault = record_fault(self.fault, code, pc, bad, addr, self.wave)
 
@@ -253,9 +257,9 @@ class _Exec:
         raw = jnp.broadcast_to(self.read(ins.src[0]) if raw is None else raw, act.shape)
         if arr is not None:
             t = T.BY_NAME[ins.attr("type")]
-            off = raw.astype(jnp.int64) * t.size + ins.attr("offset", 0)
+            off = raw.astype(jnp.int64) * t.size + self.offset(ins)
         else:
-            off = raw.astype(jnp.int64) + ins.attr("offset", 0)
+            off = raw.astype(jnp.int64) + self.offset(ins)
         if space in ("global", "generic", "const"):
             if arr is not None:
                 base, size = self.bases[:, arr, None], self.sizes[:, arr, None]
@@ -385,6 +389,12 @@ class _TemplateExec(_Exec):
 
     def in_state(self, reg: Reg) -> bool:
         return self._placeholder(reg) or super().in_state(reg)
+
+    def offset(self, ins: Instr):
+        off = ins.attr("offset", 0)
+        if isinstance(off, templates.OffsetOperand):  # the offset is an operand of the template
+            return self.read(Reg(templates.PLACEHOLDER - off.k, T.s64)).astype(jnp.int64)
+        return off
 
 
 def reinterpret(x, src: T.DType, dst: T.DType):

@@ -14,7 +14,7 @@ bits; only the number of machine steps (`emulator__steps`) differs.
 from __future__ import annotations
 
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
@@ -22,9 +22,11 @@ import numpy as np
 from jaxsimt import types as T
 from jaxsimt.program import BRANCH, FALL, Block, Imm, Instr, Program, Reg, Terminator
 
-# Default number of instructions compiled per program (None: compile every block). Chosen so a kernel's
-# first run stays within seconds on two CPU cores while the hot loops of the GEMM ladder stay compiled.
-COMPILE_BUDGET = 128
+# Default number of instructions compiled per program (None: compile every block). A compiled
+# instruction costs XLA ~0.1 s on two CPU cores against ~0.05 s for a template that many instructions
+# share; 32 keeps the innermost loops of ordinary kernels (the naive GEMM's k loop) compiled and every
+# kernel's first run within seconds.
+COMPILE_BUDGET = 32
 
 # Placeholder register indices: operand k of a template is Reg(PLACEHOLDER - k).
 PLACEHOLDER = -1
@@ -98,9 +100,17 @@ def plan(program: Program, budget: Optional[int]) -> Program:
     return new
 
 
+@dataclass(frozen=True)
+class OffsetOperand:
+    """A memory instruction's constant offset (attr `offset`) abstracted as the template's operand k, so
+    that loads and stores that differ only in their offsets share one template."""
+
+    k: int
+
+
 def _abstract(ins: Instr, operands: list) -> Instr:
-    """`ins` with every register and immediate operand replaced by a placeholder register (appended to
-    `operands` in order) and its source location dropped."""
+    """`ins` with every register and immediate operand, and a memory instruction's constant offset,
+    replaced by a placeholder (appended to `operands` in order) and its source location dropped."""
 
     def ph(x):
         operands.append(x)
@@ -108,8 +118,15 @@ def _abstract(ins: Instr, operands: list) -> Instr:
 
     dst = tuple(ph(r) for r in ins.dst)
     src = tuple(ph(x) for x in ins.src)
-    attrs = tuple((k, _abstract(v, operands) if k == "inner" else v) for k, v in ins.attrs)
-    return Instr(ins.op, dst, src, attrs, None)
+    attrs = []
+    for k, v in ins.attrs:
+        if k == "inner":
+            v = _abstract(v, operands)
+        elif k == "offset" and isinstance(v, int) and not isinstance(v, bool):
+            operands.append(Imm(v, T.s64))
+            v = OffsetOperand(len(operands) - 1)
+        attrs.append((k, v))
+    return Instr(ins.op, dst, src, tuple(attrs), None)
 
 
 def template_of(block: Block):

@@ -13,6 +13,7 @@ import os
 import pytest
 
 import jaxsimt.ptx as P
+from jaxsimt import conformance
 from jaxsimt.kernels.collection import CASES, EXACT, PTX, Case, launch
 
 
@@ -20,6 +21,9 @@ def counters(case: Case, r):
     from jaxsimt import fixtures
     hw = fixtures.ncu_metrics("h200")[case.name]
     return {m: int(r.stats[m]) for m in EXACT}, {m: int(hw[m]) for m in EXACT}
+
+
+GOLDEN = conformance.load_golden()
 
 
 def _params():
@@ -30,6 +34,8 @@ def _params():
 def test_cuda_kernel_via_ptx(case):
     r, args = launch(case)
     case.check(r, args)
+    # every counter equals its golden value (jaxsimt/data/golden_counters.json), whatever the engine's tiers
+    assert conformance.differences(r.stats, GOLDEN[case.name]) == [] if case.name in GOLDEN else True
     if case.fixture:
         got, want = counters(case, r)
         assert got == want
