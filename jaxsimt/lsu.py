@@ -241,28 +241,53 @@ def atomic(words, widx, active, aop: str, dtype: DType, operands):
     return new_words, old[inv].reshape(shape)
 
 
-def warp_shuffle(vals, mode: str, b, width, lane):
-    """shfl.sync within each warp: vals [W, L]; b (lane/delta/mask) and width broadcast to [W, L].
+def shuffle_control(mode: str, width, warp_size: int = 32):
+    """The packed `c` operand of shfl.sync that CUDA's `__shfl*_sync(..., width)` passes: the segment mask
+    (warp_size - width) in bits 8-12 and the clamp value in bits 0-4 (0 for `up`, warp_size - 1 otherwise).
+    width: a power of two in [1, warp_size], scalar or array."""
+    seg = (warp_size - width) << 8
+    return seg if mode == "up" else seg | (warp_size - 1)
 
-    Returns (values, valid): lanes whose source is outside their segment keep their own value."""
+
+def warp_shuffle_isa(vals, mode: str, b, c, lane):
+    """shfl.sync.{up,down,bfly,idx} exactly as the PTX ISA's pseudo-code defines it.
+
+    vals [W, L]; b (source lane, delta or xor mask) and c (clamp in bits 0-4, segment mask in bits 8-12)
+    broadcast to [W, L]; lane [1, L] or [W, L]. Returns (values [W, L], valid [W, L] bool): a lane whose
+    source j fails the mode's test against maxLane keeps its own value and valid = False."""
     L = vals.shape[-1]
-    width = jnp.broadcast_to(width, vals.shape).astype(jnp.int32)
-    b = jnp.broadcast_to(b, vals.shape).astype(jnp.int32)
-    seg_lo = lane - lane % width
-    seg_hi = seg_lo + width
-    if mode == "idx":
-        src = seg_lo + b % width
-    elif mode == "up":
+    top = L - 1  # the ISA's 5-bit lane fields, for a 32-lane warp
+    b = jnp.broadcast_to(b, vals.shape).astype(jnp.int32) & top
+    c = jnp.broadcast_to(c, vals.shape).astype(jnp.int32)
+    lane = jnp.broadcast_to(lane, vals.shape).astype(jnp.int32)
+    cval, seg = c & top, (c >> 8) & top
+    max_lane = (lane & seg) | (cval & ~seg & top)
+    min_lane = lane & seg
+    if mode == "up":
         src = lane - b
+        valid = src >= max_lane
     elif mode == "down":
         src = lane + b
-    else:  # bfly
+        valid = src <= max_lane
+    elif mode == "bfly":
         src = lane ^ b
-    valid = (src >= seg_lo) & (src < seg_hi)
-    src = jnp.where(valid, src, lane)
-    src = jnp.clip(src, 0, L - 1)
-    out = jnp.take_along_axis(vals, src, axis=-1)
-    return out, valid
+        valid = src <= max_lane
+    elif mode == "idx":
+        src = min_lane | (b & ~seg & top)
+        valid = src <= max_lane
+    else:
+        raise ValueError(f"shfl mode {mode!r}; expected one of up, down, bfly, idx")
+    src = jnp.clip(jnp.where(valid, src, lane), 0, top)
+    return jnp.take_along_axis(vals, src, axis=-1), valid
 
 
-__all__ = ["split_address", "load", "store", "atomic", "warp_shuffle"]
+def warp_shuffle(vals, mode: str, b, width, lane):
+    """CUDA's `__shfl*_sync(mask, v, b, width)`: vals [W, L]; b and width broadcast to [W, L].
+
+    The shfl.sync of the PTX ISA with c = shuffle_control(mode, width). Returns (values, valid) as
+    `warp_shuffle_isa`."""
+    width = jnp.broadcast_to(width, vals.shape).astype(jnp.int32)
+    return warp_shuffle_isa(vals, mode, b, shuffle_control(mode, width, vals.shape[-1]), lane)
+
+
+__all__ = ["split_address", "load", "store", "atomic", "shuffle_control", "warp_shuffle", "warp_shuffle_isa"]

@@ -628,31 +628,11 @@ def shfl(ex, ins, pc):
     """shfl.sync.{up,down,bfly,idx}.b32 d[|p], a, b, c, membermask exactly as the PTX ISA defines it:
     c packs the clamp value (bits 0-4) and the segment mask (bits 8-12). A lane whose source is out of
     its segment keeps its own value and gets p = false."""
-    m = ex.m
-    a = ex.read(ins.src[0], T.u32)
     shape = ex.active.shape
-    a = jnp.broadcast_to(a, shape)
-    b = jnp.broadcast_to(ex.read(ins.src[1], T.u32), shape).astype(jnp.int32) & 31
-    c = jnp.broadcast_to(ex.read(ins.src[2], T.u32), shape).astype(jnp.int32)
-    lane = m.lane[None, :]
-    cval, seg = c & 31, (c >> 8) & 31
-    max_lane = (lane & seg) | (cval & ~seg)
-    min_lane = lane & seg
-    mode = ins.attr("mode")
-    if mode == "up":
-        j = lane - b
-        ok = j >= max_lane
-    elif mode == "down":
-        j = lane + b
-        ok = j <= max_lane
-    elif mode == "bfly":
-        j = lane ^ b
-        ok = j <= max_lane
-    else:
-        j = min_lane | (b & ~seg)
-        ok = j <= max_lane
-    j = jnp.clip(jnp.where(ok, j, lane), 0, shape[-1] - 1)
-    ex.write(ins.dst[0], jnp.take_along_axis(a, j, axis=-1))
+    a = jnp.broadcast_to(ex.read(ins.src[0], T.u32), shape)
+    d, ok = lsu.warp_shuffle_isa(a, ins.attr("mode"), ex.read(ins.src[1], T.u32), ex.read(ins.src[2], T.u32),
+                                 ex.m.lane[None, :])
+    ex.write(ins.dst[0], d)
     if len(ins.dst) > 1:
         ex.write(ins.dst[1], ok)
 
