@@ -19,7 +19,7 @@ from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
 from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
 from jaxsimt.its import ItsMachine
 from jaxsimt.machine import MEM_COLUMNS, Dyn, Geometry, Layout, Machine, Options
-from jaxsimt.occupancy import occupancy
+from jaxsimt.occupancy import occupancy, registers_limit
 from jaxsimt.program import Program, estimate_registers
 from jaxsimt.templates import COMPILE_BUDGET
 from jaxsimt.stuck import deadlock_report, stuck_report
@@ -95,13 +95,28 @@ def check_launch(prog: Program, arch: Arch, grid, block, regs: Optional[int] = N
             f"kernel {name}: {prog.shared_bytes} bytes of static shared memory per block exceed the "
             f"{arch.name} limit of {arch.shared_mem_per_block}")
     if regs is not None:
+        if isinstance(regs, bool) or not isinstance(regs, (int, np.integer)) or regs < 0:
+            raise errors.LaunchConfigError(f"kernel {name}: regs must be a non-negative integer, got {regs!r}")
+        regs = int(regs)
         if regs > arch.max_registers_per_thread:
             raise errors.LaunchConfigError(
                 f"kernel {name}: {regs} registers per thread exceed {arch.max_registers_per_thread} on {arch.name}")
-        if regs * tpb > arch.max_registers_per_block:
+        # The hardware allocates registers per warp (or per block) in units, as the occupancy calculator
+        # counts them: a block that fits no SM is refused at launch.
+        blocks, per_block = registers_limit(arch, np.int64(tpb), np.int64(regs), np)
+        if regs and int(blocks) == 0:
+            need, how = int(per_block), ""
+            if arch.register_alloc_per == "warp":
+                gran, unit = arch.warp_alloc_granularity, arch.register_alloc_unit
+                per_warp = -(-regs * arch.warp_size // unit) * unit
+                warps = -(-(-(-tpb // arch.warp_size)) // gran) * gran
+                need = per_warp * warps
+                how = (f" ({warps} warps x {per_warp}: registers are allocated per warp in units of {unit}, "
+                       f"warps in groups of {gran})")
             raise errors.LaunchConfigError(
-                f"kernel {name}: {regs} registers x {tpb} threads exceed the {arch.max_registers_per_block} "
-                f"registers per block of {arch.name}")
+                f"kernel {name}: {regs} registers per thread x {tpb} threads need {need} registers "
+                f"per block{how}, more than the {min(arch.max_registers_per_block, arch.registers_per_sm)} "
+                f"that {arch.name} allows; use fewer registers or threads per block")
 
 
 def _layout(prog: Program, arrays: dict[int, np.ndarray], arch: Arch, start: Optional[int] = None):
