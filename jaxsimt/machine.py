@@ -254,12 +254,19 @@ class _Exec:
         act = self.active if act is None else act
         space = space or ins.attr("space")
         arr = ins.attr("array")
+        raw_given = raw
         raw = jnp.broadcast_to(self.read(ins.src[0]) if raw is None else raw, act.shape)
         if arr is not None:
             t = T.BY_NAME[ins.attr("type")]
             off = raw.astype(jnp.int64) * t.size + self.offset(ins)
         else:
             off = raw.astype(jnp.int64) + self.offset(ins)
+            src = ins.src[0]
+            if (space in ("shared", "local") and raw_given is None and getattr(src, "dtype", None) is not None
+                    and src.dtype.bits == 32):
+                # a 32-bit shared/local address wraps as the hardware's 32-bit adder does
+                # ([%r+4] with %r = -4 is byte 0)
+                off = off & 0xFFFFFFFF
         if space in ("global", "generic", "const"):
             if arr is not None:
                 base, size = self.bases[:, arr, None], self.sizes[:, arr, None]
