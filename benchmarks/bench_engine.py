@@ -78,7 +78,7 @@ def compile_time(name: str, budget, repeats: int) -> dict:
             "steps": int(r.stats["emulator__steps"])}
 
 
-def gemm_rate(n: int, repeats: int, counters: bool, budget) -> dict:
+def gemm_rate(n: int, repeats: int, counters: bool, budget, blocks_per_wave=None) -> dict:
     import jaxsimt as js
     from jaxsimt.kernels import gemm
 
@@ -88,16 +88,17 @@ def gemm_rate(n: int, repeats: int, counters: bool, budget) -> dict:
     args = (n, n, n, A, B, np.zeros((n, n), np.float32))
     g = -(-n // 16)
     t0 = time.perf_counter()
-    r = js.launch(k, (g, g), (16, 16), args, counters=counters, **_kw(budget))
+    kw = {**_kw(budget), "blocks_per_wave": blocks_per_wave}
+    r = js.launch(k, (g, g), (16, 16), args, counters=counters, **kw)
     first = time.perf_counter() - t0
     ok = bool(np.allclose(r["C"], A.astype(np.float64) @ B, rtol=1e-4))
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        js.launch(k, (g, g), (16, 16), args, counters=counters, **_kw(budget))
+        js.launch(k, (g, g), (16, 16), args, counters=counters, **kw)
         times.append(time.perf_counter() - t0)
     t = statistics.median(times)
-    return {"N": n, "counters": counters, "budget": budget, "correct": ok, "first_call_s": first, "median_s": t,
+    return {"N": n, "counters": counters, "budget": budget, "blocks_per_wave": blocks_per_wave, "correct": ok, "first_call_s": first, "median_s": t,
             "fma_per_s": n ** 3 / t, "steps": int(r.stats["emulator__steps"])}
 
 
@@ -108,6 +109,8 @@ def main(argv=None):
     ap.add_argument("--sizes", type=int, nargs="+", default=[256, 512])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-gemm", action="store_true")
+    ap.add_argument("--blocks-per-wave", type=int, nargs="+", default=[0],
+                    help="wave sizes for the GEMM (0: the launch's default; -1: the whole grid in one wave)")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/engine_<device>.json)")
     a = ap.parse_args(argv)
@@ -131,13 +134,17 @@ def main(argv=None):
                 with open(path, "w") as f:
                     json.dump(out, f, indent=1)
     if not a.no_gemm:
-        print(f"{'N':>6} {'counters':>8} {'budget':>6} {'ok':>4} {'first s':>8} {'median s':>9} {'FMA/s':>10} {'steps':>6}")
+        print(f"{'N':>6} {'counters':>8} {'budget':>6} {'wave':>6} {'ok':>4} {'first s':>8} {'median s':>9} {'FMA/s':>10} "
+              f"{'steps':>6}")
         for n in a.sizes:
-            for counters in (True, False):
-                r = gemm_rate(n, a.repeats, counters, budgets[0])
-                out["gemm"].append(r)
-                print(f"{n:>6} {str(counters):>8} {str(r['budget']):>6} {str(r['correct']):>4} {r['first_call_s']:>8.2f} "
-                      f"{r['median_s']:>9.3f} {r['fma_per_s']:>10.3g} {r['steps']:>6}", flush=True)
+            for bpw in a.blocks_per_wave:
+                bpw = None if bpw == 0 else (-(-n // 16)) ** 2 if bpw < 0 else bpw
+                for counters in (True, False):
+                    r = gemm_rate(n, a.repeats, counters, budgets[0], bpw)
+                    out["gemm"].append(r)
+                    print(f"{n:>6} {str(counters):>8} {str(r['budget']):>6} {str(bpw or 'auto'):>6} "
+                          f"{str(r['correct']):>4} {r['first_call_s']:>8.2f} {r['median_s']:>9.3f} {r['fma_per_s']:>10.3g} "
+                          f"{r['steps']:>6}", flush=True)
                 with open(path, "w") as f:
                     json.dump(out, f, indent=1)
     print(f"written {path}")

@@ -58,8 +58,8 @@ def templatable(ins: Instr) -> bool:
 
 def plan(program: Program, budget: Optional[int]) -> Program:
     """The program with its blocks assigned to tiers: unchanged (every block compiled) when it has at most
-    `budget` instructions or `budget` is None; else the loop blocks, deepest first, are compiled while
-    their instructions fit in the budget and every other block is cut into one-instruction blocks marked
+    `budget` instructions or `budget` is None; else the loop blocks of several instructions, deepest first,
+    are compiled while their instructions fit in the budget and every other block is cut into one-instruction blocks marked
     `interpret` (a block whose instruction cannot be a template stays compiled)."""
     blocks = program.blocks
     n_total = sum(len(b.instrs) for b in blocks)
@@ -67,7 +67,9 @@ def plan(program: Program, budget: Optional[int]) -> Program:
         return program
     depth = loop_depth(blocks, program.exit_index)
     compiled, used = set(), 0
-    for b in sorted((b for b in blocks if depth[b.index] > 0), key=lambda b: (-depth[b.index], b.index)):
+    # a block of one instruction takes one step either way: compiling it would only add a branch
+    for b in sorted((b for b in blocks if depth[b.index] > 0 and len(b.instrs) > 1),
+                    key=lambda b: (-depth[b.index], b.index)):
         if used + len(b.instrs) <= budget:
             compiled.add(b.index)
             used += len(b.instrs)
