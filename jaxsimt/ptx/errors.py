@@ -22,6 +22,12 @@ class PtxSyntaxError(PtxError):
         super().__init__(f"{where}: {message}" + (f": {text!r}" if text else ""))
 
 
+class PtxInvalidError(PtxSyntaxError):
+    """PTX that reads as PTX but that ptxas refuses: an operand count, kind, register class or width, a type
+    suffix, a declaration. The message is `file:line: instruction: what was expected, what was given:
+    <source line>`."""
+
+
 class PtxUnsupportedError(PtxError):
     """Valid PTX that the emulator does not execute (an opcode, or a modifier of a supported opcode)."""
 

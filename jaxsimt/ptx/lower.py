@@ -25,6 +25,7 @@ from jaxsimt.ptx import ast
 from jaxsimt.ptx import semantics  # noqa: F401  (registers the ptx.* ops)
 from jaxsimt.ptx.errors import PtxUnsupportedError
 from jaxsimt.ptx.opcodes import check_supported
+from jaxsimt.ptx.operands import validate
 from jaxsimt.ptx.parser import parse
 
 _SREG = {"tid", "ntid", "ctaid", "nctaid"}
@@ -600,7 +601,8 @@ class _Lowerer:
         if op == "bar.warp.sync":  # a wait point of Independent Thread Scheduling (jaxsimt.its)
             mm = ops[0] if ops else None
             self.emit("warpsync", (), (), loc,
-                      membermask=int(mm.value) & 0xFFFFFFFF if isinstance(mm, ast.Imm) else None)
+                      membermask=(mm.bits if mm.is_float else int(mm.value)) & 0xFFFFFFFF
+                      if isinstance(mm, ast.Imm) else None)
             return
         if op in ("membar", "fence", "nanosleep", "cp.async.commit_group", "cp.async.wait_group",
                   "cp.async.wait_all", "griddepcontrol", "prefetch", "prefetchu"):
@@ -731,7 +733,9 @@ class _Lowerer:
             self.emit("ptx.copysign", [D(0)], [S(1), S(2)], loc, type=ttxt)
             return
         if op == "testp":
-            test = next(m for m in ins.modifiers if m not in T.BY_NAME)
+            test = next((m for m in ins.modifiers if m not in T.BY_NAME), None)
+            if test is None:
+                self.fail(ins, "testp needs a test (.finite, .number, ...)")
             self.emit("ptx.testp", [D(0)], [S(1)], loc, type=ttxt, test=test)
             return
         if op == "activemask":
@@ -759,7 +763,10 @@ class _Lowerer:
             self.emit("ptx.unpack", dsts, [src], loc, type=ttxt, n=len(d.elems), slots=tuple(slots))
             return
         if isinstance(s, ast.Vec):
-            part = T.BY_NAME[f"b{t.bits // len(s.elems)}"]
+            bits = t.bits if t is not None else 32 if ttxt in ("f16x2", "bf16x2") else 0
+            part = T.BY_NAME.get(f"b{bits // len(s.elems)}")
+            if part is None or bits % len(s.elems):
+                self.fail(ins, f"{len(s.elems)} values do not pack into .{ttxt}")
             self.emit("ptx.pack", [self.dst(d, ctx, ins)], [self.src(e, ctx, part, ins, loc) for e in s.elems], loc,
                       type=ttxt)
             return
@@ -806,8 +813,12 @@ class _Lowerer:
     def setp(self, ins, ctx, loc):
         ops = ins.operands
         types = ins.types
+        if not types or types[-1] not in T.BY_NAME:
+            self.fail(ins, f"comparison of .{types[-1] if types else '?'} operands not supported")
         st = _dtype(types[-1])
-        cmp = next(m for m in ins.modifiers if m in _CMPS)
+        cmp = next((m for m in ins.modifiers if m in _CMPS), None)
+        if cmp is None:
+            self.fail(ins, "a comparison (.eq, .lt, ...) is needed")
         comb = next((m for m in ins.modifiers if m in ("and", "or", "xor")), None)
         d0 = ops[0]
         dsts = [self.dst(d0.first, ctx, ins), self.dst(d0.second, ctx, ins)] if isinstance(d0, ast.RegPair) \
@@ -838,7 +849,9 @@ class _Lowerer:
 
     def vote(self, ins, ctx, loc):
         ops = ins.operands
-        mode = next(m for m in ins.modifiers if m in ("all", "any", "uni", "ballot"))
+        mode = next((m for m in ins.modifiers if m in ("all", "any", "uni", "ballot")), None)
+        if mode is None or len(ops) < 2:
+            self.fail(ins, "vote needs a mode (.all, .any, .uni, .ballot), a destination and a predicate")
         p = ops[1]
         neg = False
         if isinstance(p, ast.NotPred):
@@ -850,7 +863,9 @@ class _Lowerer:
 
     def shfl(self, ins, ctx, loc):
         ops = ins.operands
-        mode = next(m for m in ins.modifiers if m in ("up", "down", "bfly", "idx"))
+        mode = next((m for m in ins.modifiers if m in ("up", "down", "bfly", "idx")), None)
+        if mode is None or len(ops) < 4:
+            self.fail(ins, "shfl needs a mode (.up, .down, .bfly, .idx), a destination and three sources")
         d0 = ops[0]
         dsts = [self.dst(d0.first, ctx, ins), self.dst(d0.second, ctx, ins)] if isinstance(d0, ast.RegPair) \
             else [self.dst(d0, ctx, ins)]
@@ -1108,7 +1123,9 @@ class _Lowerer:
         mods = ins.modifiers
         aop = next((m for m in mods if m in ("add", "min", "max", "exch", "cas", "and", "or", "xor", "inc", "dec")),
                    None)
-        ty = ins.types[-1]
+        ty = ins.types[-1] if ins.types else None
+        if ty not in T.BY_NAME:
+            self.fail(ins, f"atomics on .{ty} not supported")
         t = _dtype(ty)
         if aop in ("inc", "dec") or t.size != 4 or ins.vector != 1:
             self.fail(ins, "atomics: only 32-bit add/min/max/exch/cas/and/or/xor are supported")
@@ -1153,6 +1170,7 @@ def _signature(args):
 
 
 _CACHE: dict = {}
+_VALID: dict = {}  # id(module) -> module, for the modules that passed `validate`
 
 
 def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None, dynamic_smem: int = 0,
@@ -1172,6 +1190,9 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
         module = parse(module)
     if check:
         check_supported(module)
+    if _VALID.get(id(module)) is not module:
+        validate(module)  # operand counts, kinds, register classes and widths, declarations: as ptxas
+        _VALID[id(module)] = module
     if kernel is None:
         if len(module.entries) != 1:
             raise ValueError(f"{module.filename}: {len(module.entries)} kernels; name one of "
