@@ -154,6 +154,9 @@ class Arch:
     generic_shared_base: int = 0xFF_0000_0000
     generic_local_base: int = 0xFE_0000_0000
     generic_window_bytes: int = 1 << 24
+    # the largest `.local` frame of one thread (CUDA's per-thread local memory limit: 512 KiB from compute
+    # capability 2.0 on, 16 KiB on 1.x)
+    max_local_bytes_per_thread: int = 512 * 1024
 
     @property
     def max_shared_carveout(self) -> int:
@@ -205,6 +208,7 @@ G80 = Arch(
     global_request_lanes=((1, 16), (2, 16), (4, 16), (8, 16), (16, 16)),
     ro_cache_bytes=8 * 1024,  # texture cache working set per SM (CUDA guide, compute capability 1.x)
     generic_window_bytes=0,  # generic addressing arrived with Fermi (PTX ISA 2.0)
+    max_local_bytes_per_thread=16 * 1024,
     timing=Timing(
         clock_ghz=1.35,
         alu_latency=4 * 6.0,  # 8 SPs execute a warp in 4 cycles; ~24-cycle pipeline

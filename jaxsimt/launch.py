@@ -25,6 +25,7 @@ from jaxsimt.templates import COMPILE_BUDGET
 from jaxsimt.stuck import deadlock_report, stuck_report
 
 DEFAULT_THREADS_PER_WAVE = 1 << 19
+LOCAL_BYTES_PER_WAVE = 1 << 30  # the local memory of one wave's threads, by default (smaller waves beyond)
 
 
 @dataclass
@@ -77,10 +78,18 @@ def _program_of(kernel) -> Program:
     raise TypeError(f"launch expects a @jaxsimt.kernel or a Program, got {type(kernel).__name__}")
 
 
-def check_launch(prog: Program, arch: Arch, grid, block, regs: Optional[int] = None) -> None:
+def check_launch(prog: Program, arch: Arch, grid, block, regs: Optional[int] = None, local_bytes: int = 0) -> None:
     """Raise LaunchConfigError for a configuration the architecture forbids."""
     tpb = block[0] * block[1] * block[2]
     name = prog.name
+    if isinstance(local_bytes, bool) or not isinstance(local_bytes, (int, np.integer)) or local_bytes < 0:
+        raise errors.LaunchConfigError(f"kernel {name}: local_bytes must be a non-negative integer, got "
+                                       f"{local_bytes!r}")
+    if local_bytes > arch.max_local_bytes_per_thread:
+        raise errors.LaunchConfigError(
+            f"kernel {name}: a local memory frame of {int(local_bytes)} bytes per thread (local_bytes, or the "
+            f"kernel's .local variables) exceeds the {arch.max_local_bytes_per_thread} bytes per thread that "
+            f"{arch.name} allows")
     if tpb > arch.max_threads_per_block:
         raise errors.LaunchConfigError(
             f"kernel {name}: {tpb} threads per block exceed the {arch.name} limit of {arch.max_threads_per_block}")
@@ -250,7 +259,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     [items, ...] (the items' outputs are then views into them)."""
     arch = get_arch(arch)
     grid, block = _dim3(grid, "grid"), _dim3(block, "block")
-    check_launch(prog, arch, grid, block, regs)
+    check_launch(prog, arch, grid, block, regs, local_bytes)
     check_mode(prog, arch, mode)
     items, tex_dims = _memory_images(prog, arch, items, item_args)
     n_items = len(items)
@@ -275,6 +284,8 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     # one compiled machine.
     cpw = blocks_per_wave or max(1, DEFAULT_THREADS_PER_WAVE // (wpb * arch.warp_size))
     cpw = min(_pow2(cpw), _pow2(fused.size)) if blocks_per_wave is None else min(cpw, fused.size)
+    while blocks_per_wave is None and cpw > 1 and cpw * wpb * arch.warp_size * local_bytes > LOCAL_BYTES_PER_WAVE:
+        cpw //= 2  # every thread of a wave holds its local frame: fewer blocks per wave for large frames
     n_waves = -(-fused.size // cpw)
     geo = Geometry(block, arch.warp_size, cpw, stack_depth, n_items)
     bases, sizes, end = [], [], None
@@ -285,8 +296,6 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     words = _global_words(end)
     if not data:
         words = 1024  # counters only: the layout's addresses are real, the memory is not there
-    if local_bytes < 0:
-        raise errors.LaunchConfigError(f"kernel {prog.name}: local_bytes must be >= 0, got {local_bytes}")
     layout = Layout(words, -(-prog.shared_bytes // 4), -(-int(local_bytes) // 4))
     if optimize is None:  # full optimisation where run time dominates: big waves, and batches (~2x faster)
         optimize = cpw * wpb * arch.warp_size > 32768 or n_items >= 16

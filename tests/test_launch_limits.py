@@ -46,3 +46,55 @@ def test_registers_that_fit_run(arch, threads, regs):
 def test_bad_register_counts(regs):
     with pytest.raises(js.LaunchConfigError, match="kernel fill: regs must be a non-negative integer"):
         js.launch(fill, 1, 32, (np.zeros(32, np.float32),), regs=regs)
+
+
+def test_local_frame_beyond_the_per_thread_limit_is_refused():
+    x = np.zeros(32, np.float32)
+    with pytest.raises(js.LaunchConfigError, match=r"kernel fill: a local memory frame of 524289 bytes per thread "
+                                                   r".*exceeds the 524288 bytes per thread that h200 allows"):
+        js.launch(fill, 1, 32, (x,), local_bytes=512 * 1024 + 1)
+    with pytest.raises(js.LaunchConfigError, match=r"exceeds the 16384 bytes per thread that g80 allows"):
+        js.launch(fill, 1, 32, (x,), local_bytes=16 * 1024 + 4, arch="g80")
+    for bad in (-4, 1.5, "64"):
+        with pytest.raises(js.LaunchConfigError, match="kernel fill: local_bytes must be a non-negative integer"):
+            js.launch(fill, 1, 32, (x,), local_bytes=bad)
+    assert js.launch(fill, 1, 32, (x,), local_bytes=512 * 1024)["x"].sum() == 32  # the limit itself fits
+
+
+BIG_LOCAL = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry big_frame(.param .u64 pout)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    .local .align 4 .b8 frame[1073741824];
+    mov.u64 %rd1, frame;
+    mov.u32 %r1, 7;
+    st.local.u32 [%rd1], %r1;
+    ret;
+}
+"""
+
+
+def test_ptx_local_frame_beyond_the_limit_is_refused_before_any_allocation():
+    from jaxsimt.ptx import launch as ptx_launch
+    with pytest.raises(js.LaunchConfigError, match=r"kernel big_frame: a local memory frame of 1073741824 bytes"):
+        ptx_launch(BIG_LOCAL, "big_frame", 1, 256, (np.zeros(1, np.float32),))
+
+
+def test_large_local_frames_run_in_smaller_waves(monkeypatch):
+    import importlib
+    launch_mod = importlib.import_module("jaxsimt.launch")
+    x = np.zeros(8 * 64, np.float32)
+
+    @js.kernel
+    def fill_all(x: Ptr[f32]):
+        x[js.global_thread_index()] = 1.0
+
+    whole = js.launch(fill_all, 8, 64, (x,), local_bytes=4096)
+    monkeypatch.setattr(launch_mod, "LOCAL_BYTES_PER_WAVE", 2 * 64 * 4096)  # two blocks' frames per wave
+    split = js.launch(fill_all, 8, 64, (x,), local_bytes=4096)
+    assert split["x"].sum() == whole["x"].sum() == 8 * 64
+    assert split.stats["emulator__steps"] == 4 * whole.stats["emulator__steps"]  # four waves instead of one
