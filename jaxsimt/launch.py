@@ -25,6 +25,12 @@ from jaxsimt.templates import COMPILE_BUDGET
 from jaxsimt.stuck import deadlock_report, stuck_report
 
 DEFAULT_THREADS_PER_WAVE = 1 << 19
+# The default step budget of a wave (`default_max_steps`): every instruction of the program may run as a
+# step STEPS_PER_INSTRUCTION times in lockstep (a loop of that many trips, or longer loops in longer
+# programs), plus once per warp of the wave (warps at different pcs take separate steps); at least
+# MIN_STEPS. A runaway loop in a 256-thread kernel of tens of instructions stops after ~100K steps.
+STEPS_PER_INSTRUCTION = 4096
+MIN_STEPS = 1 << 16
 LOCAL_BYTES_PER_WAVE = 1 << 30  # the local memory of one wave's threads, by default (smaller waves beyond)
 
 
@@ -153,6 +159,17 @@ def _global_words(end: int) -> int:
     return max(1024, 1 << int(np.ceil(np.log2(end / 4 + 4))))
 
 
+def default_max_steps(prog: Program, warps_per_wave: int) -> int:
+    """The step budget of a wave when the launch gives no `max_steps`:
+    max(MIN_STEPS, instructions x (STEPS_PER_INSTRUCTION + warps per wave))."""
+    return max(MIN_STEPS, program_size(prog) * (STEPS_PER_INSTRUCTION + int(warps_per_wave)))
+
+
+def program_size(prog: Program) -> int:
+    """Instructions of the program, each block's terminator counted (a block of none is a step too)."""
+    return sum(len(b.instrs) + 1 for b in prog.blocks)
+
+
 def _pow2(n: int) -> int:
     return 1 << max(0, int(n - 1).bit_length())
 
@@ -199,7 +216,7 @@ def _split_args(prog: Program, args: Sequence[Any]):
 
 
 def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch] = "h200", *,
-           regs: Optional[int] = None, max_steps: int = 2_000_000, stack_depth: int = 16,
+           regs: Optional[int] = None, max_steps: Optional[int] = None, stack_depth: int = 16,
            blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True,
            counters: bool = True, optimize: Optional[bool] = None, ctas: Optional[Sequence[int]] = None,
            data: bool = True, local_bytes: int = 0, devices=None, timing: bool = False,
@@ -208,7 +225,8 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
     parameters, Python/numpy scalars for the others) on architecture `arch`.
 
-    max_steps: step budget per wave (a runaway loop raises StepBudgetExceeded); stack_depth: entries of
+    max_steps: step budget per wave (a runaway loop raises StepBudgetExceeded; default
+    `default_max_steps`: max(65,536, instructions x (4,096 + warps per wave))); stack_depth: entries of
     each warp's reconvergence stack; blocks_per_wave: blocks emulated at once (default: as many as fit in
     ~0.5M threads); trace: record the schedule step by step (small launches); jit: compile (True) or run
     op by op (False; same results and counters, for debugging); counters: run the memory model on every
@@ -244,7 +262,7 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
 
 
 def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Sequence[Sequence[Any]],
-              arch: Union[str, Arch] = "h200", *, regs: Optional[int] = None, max_steps: int = 2_000_000,
+              arch: Union[str, Arch] = "h200", *, regs: Optional[int] = None, max_steps: Optional[int] = None,
               stack_depth: int = 16, blocks_per_wave: Optional[int] = None, trace: bool = False,
               jit: bool = True, counters: bool = True, optimize: Optional[bool] = None,
               ctas: Optional[Sequence[int]] = None, data: bool = True, local_bytes: int = 0,
@@ -288,6 +306,12 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
         cpw //= 2  # every thread of a wave holds its local frame: fewer blocks per wave for large frames
     n_waves = -(-fused.size // cpw)
     geo = Geometry(block, arch.warp_size, cpw, stack_depth, n_items)
+    default_budget = max_steps is None
+    if default_budget:
+        max_steps = default_max_steps(prog, cpw * wpb)
+    elif isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
+        raise errors.LaunchConfigError(f"kernel {prog.name}: max_steps must be a positive integer, got {max_steps!r}")
+    max_steps = int(max_steps)
     bases, sizes, end = [], [], None
     for arrays, _ in items:
         b, sz, end = _layout(prog, arrays, arch, end)
@@ -330,7 +354,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
             from jaxsimt.shard import run_sharded
             gm, cnt, fault, total_steps = run_sharded(m, gm, dyn, cta_table, devices)
             if fault[0] != errors.NONE:
-                raise _fault_error(prog, m, geo, grid, sizes, fault, max_steps, cta_table)
+                raise _fault_error(prog, m, geo, grid, sizes, fault, max_steps, cta_table, default_budget=default_budget)
             traces = []
         else:
             dyn = dyn._replace(ctas=jnp.asarray(cta_table))
@@ -343,7 +367,8 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                     total_steps += int(steps)
                     f = np.asarray(fault)
                     if f[0] != errors.NONE:
-                        raise _fault_error(prog, m, geo, grid, sizes, f, max_steps, cta_table, stuck)
+                        raise _fault_error(prog, m, geo, grid, sizes, f, max_steps, cta_table, stuck,
+                                           default_budget=default_budget)
                     if trace:
                         traces.append(tuple(np.asarray(t)[: int(steps)] for t in tr))
         gm_np = np.asarray(gm).view(np.uint8)
@@ -556,7 +581,7 @@ def _machine_feature_stats(prog: Program, arch: Arch, per_instr: list, mem) -> d
 
 
 def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_steps: int,
-                 cta_table, stuck=None) -> errors.SimtError:
+                 cta_table, stuck=None, default_budget: bool = False) -> errors.SimtError:
     code, pc, warp, lane, addr, wave = (int(v) for v in f)
     n_ctas = grid[0] * grid[1] * grid[2]
     fused = int(cta_table[min(wave * geo.ctas_per_wave + warp // geo.warps_per_block, len(cta_table) - 1)])
@@ -604,5 +629,8 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_s
     if code == errors.DEADLOCK:
         return cls(f"{k}: deadlock: no warp can make progress (wave {wave})"
                    + deadlock_report(m, geo, grid, wave, stuck, cta_table))
-    return cls(f"{k}: exceeded the step budget of {max_steps} steps in wave {wave}"
-               + stuck_report(m, geo, grid, wave, stuck, cta_table))
+    budget = f"the step budget of {max_steps} steps"
+    if default_budget:
+        budget += (f" (the default: {program_size(prog)} instructions x ({STEPS_PER_INSTRUCTION} + {geo.W} "
+                   f"warps per wave), at least {MIN_STEPS}; max_steps= sets another)")
+    return cls(f"{k}: exceeded {budget} in wave {wave}" + stuck_report(m, geo, grid, wave, stuck, cta_table))

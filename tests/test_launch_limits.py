@@ -98,3 +98,36 @@ def test_large_local_frames_run_in_smaller_waves(monkeypatch):
     split = js.launch(fill_all, 8, 64, (x,), local_bytes=4096)
     assert split["x"].sum() == whole["x"].sum() == 8 * 64
     assert split.stats["emulator__steps"] == 4 * whole.stats["emulator__steps"]  # four waves instead of one
+
+
+@js.kernel
+def runaway(out: Ptr[js.s32]):
+    i = js.var(0)
+    for _ in js.while_(lambda: i >= 0):  # never false
+        i.set(i + 1)
+        with js.if_(i > 1 << 30):
+            i.set(0)
+    out[js.global_thread_index()] = i
+
+
+def test_default_step_budget_stops_a_runaway_loop_of_256_threads_quickly():
+    import time
+    from jaxsimt.launch import MIN_STEPS, default_max_steps, program_size
+    size = program_size(runaway.program)
+    budget = default_max_steps(runaway.program, 8)
+    assert budget == max(MIN_STEPS, size * (4096 + 8))
+    t = time.perf_counter()
+    with pytest.raises(js.StepBudgetExceeded) as e:
+        js.launch(runaway, 1, 256, (np.zeros(256, np.int32),))
+    assert time.perf_counter() - t < 60
+    msg = str(e.value)
+    assert f"kernel runaway: exceeded the step budget of {budget} steps (the default: {size} instructions x " \
+           f"(4096 + 8 warps per wave), at least {MIN_STEPS}; max_steps= sets another)" in msg
+    with pytest.raises(js.StepBudgetExceeded, match="exceeded the step budget of 300 steps in wave 0"):
+        js.launch(runaway, 1, 256, (np.zeros(256, np.int32),), max_steps=300)  # the user's budget wins
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.0, "100", True])
+def test_bad_step_budgets(bad):
+    with pytest.raises(js.LaunchConfigError, match="kernel fill: max_steps must be a positive integer"):
+        js.launch(fill, 1, 32, (np.zeros(32, np.float32),), max_steps=bad)
