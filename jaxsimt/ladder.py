@@ -144,7 +144,8 @@ def trace_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_s
         try:
             if source == "ptx":
                 r = ptx.launch(collection.ptx_path("gemm_ladder"), collection.GEMM_ENTRIES[rung.name], grid, block,
-                               collection.gemm_args(rung.name, M, N, K), max_steps=steps, **kw)
+                               collection.gemm_args(rung.name, M, N, K), max_steps=steps,
+                               source_dirs=(collection.CUDA_DIR,), **kw)
             else:
                 r = js.launch(rung.kernel(), grid, block, rung.args(M, N, K), max_steps=steps, **kw)
             break

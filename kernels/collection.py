@@ -26,6 +26,7 @@ import numpy as np
 from jaxsimt import fixtures
 
 PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ptx")
+CUDA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda")  # the sources the PTX was built from
 
 EXACT = ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
          "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
@@ -386,5 +387,5 @@ def launch(case: Case, **kw):
 
     args = case.args()
     r = ptx.launch(ptx_path(case.program), case.entry, case.grid, case.block, args, dynamic_smem=case.dyn,
-                   **{**case.kw, **kw})
+                   **{"source_dirs": (CUDA_DIR,), **case.kw, **kw})
     return r, args

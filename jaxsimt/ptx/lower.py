@@ -23,6 +23,7 @@ from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Inst
                              SourceLoc, Terminator, finalize)
 from jaxsimt.ptx import ast
 from jaxsimt.ptx import semantics  # noqa: F401  (registers the ptx.* ops)
+from jaxsimt.ptx import sources
 from jaxsimt.ptx.errors import PtxUnsupportedError
 from jaxsimt.ptx.opcodes import check_supported
 from jaxsimt.ptx.operands import validate
@@ -90,7 +91,7 @@ class _Lowerer:
         self.n_anon = 0
         self.n_inst = 0
         self.src_cache: dict = {}
-        self.base_dir = os.path.dirname(os.path.abspath(module.filename)) if module.filename else "."
+        self.source_dirs: tuple = ()
         self.params: list[Param] = []
         self.hidden: list[Hidden] = []
         self.hidden_of: dict = {}
@@ -114,18 +115,8 @@ class _Lowerer:
         return SourceLoc(self.mod.filename, ins.line, ins.text)
 
     def source_line(self, path: str, line: int) -> str:
-        if path not in self.src_cache:
-            lines = None
-            ups = [self.base_dir, os.path.dirname(self.base_dir), os.path.dirname(os.path.dirname(self.base_dir))]
-            for cand in [path] + [os.path.join(u, path) for u in ups] + [
-                    os.path.join(self.base_dir, "src", os.path.basename(path))]:
-                try:
-                    with open(cand, encoding="utf-8", errors="replace") as f:
-                        lines = f.read().split("\n")
-                    break
-                except OSError:
-                    continue
-            self.src_cache[path] = lines
+        if path not in self.src_cache:  # only from the folders the user allows (jaxsimt.ptx.sources)
+            self.src_cache[path] = sources.read_lines(path, sources.allowed_dirs(self.mod.filename, self.source_dirs))
         lines = self.src_cache[path]
         if lines and 1 <= line <= len(lines):
             return lines[line - 1].strip()
@@ -1174,7 +1165,8 @@ _VALID: dict = {}  # id(module) -> module, for the modules that passed `validate
 
 
 def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None, dynamic_smem: int = 0,
-          check: bool = True, contract: bool = True, pointers: Optional[dict] = None) -> Program:
+          check: bool = True, contract: bool = True, pointers: Optional[dict] = None,
+          source_dirs: Sequence[str] = ()) -> Program:
     """Lower entry `kernel` of a PTX module (an `ast.Module` or PTX text) to a `Program`.
 
     args: the launch arguments, used only to decide which parameters are pointers (numpy arrays with at
@@ -1183,7 +1175,8 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
     `add`/`sub` pairs into `fma` as ptxas does (docs/ptx.md); False keeps two roundings. pointers:
     {parameter index: (index of the parameter holding the buffer, byte offset)}: that parameter's value is
     the other's base plus the offset (aliased and offset pointer arguments; the parameter itself is then
-    passed as a scalar). Lowered programs are cached by module, kernel, argument kinds, dynamic
+    passed as a scalar). source_dirs: folders besides the PTX file's own that `.file` sources may be read
+    from (`jaxsimt.ptx.sources`). Lowered programs are cached by module, kernel, argument kinds, dynamic
     shared-memory size and these options, so repeated launches reuse compiled machines.
     """
     if isinstance(module, str):
@@ -1199,7 +1192,8 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
                              f"{[e.name for e in module.entries]}")
         kernel = module.entries[0].name
     ptrs = tuple(sorted((int(k), (int(v[0]), int(v[1]))) for k, v in (pointers or {}).items()))
-    key = (id(module), kernel, _signature(args), int(dynamic_smem), bool(contract), ptrs)
+    source_dirs = tuple(os.fspath(d) for d in source_dirs)
+    key = (id(module), kernel, _signature(args), int(dynamic_smem), bool(contract), ptrs, source_dirs)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is module:
         return hit[1]
@@ -1210,7 +1204,9 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
                          f"{[e.name for e in module.entries]}") from None
     if not entry.is_entry:
         raise ValueError(f"{kernel} is a .func, not a kernel (.entry)")
-    prog = _Lowerer(module, entry, None if args is None else list(args), dynamic_smem, contract, dict(ptrs)).run()
+    low = _Lowerer(module, entry, None if args is None else list(args), dynamic_smem, contract, dict(ptrs))
+    low.source_dirs = source_dirs
+    prog = low.run()
     _CACHE[key] = (module, prog)
     return prog
 

@@ -93,18 +93,22 @@ def _constants(prog, hidden, constants):
 
 
 def launch(ptx_text_or_path, kernel_name, grid, block, args: Sequence[Any] = (), arch="h200", *,
-           dynamic_smem: int = 0, contract: bool = True, constants: Optional[dict] = None, **launch_kwargs):
+           dynamic_smem: int = 0, contract: bool = True, constants: Optional[dict] = None,
+           source_dirs: Sequence[str] = (), **launch_kwargs):
     """Run `kernel_name` from PTX text or a .ptx path; other keywords go to `jaxsimt.launch`.
 
     args: arrays, `(array, offset)` pointers and scalars (see the module's docstring); contract: fuse
     plain `mul` + dependent `add`/`sub` into `fma` as ptxas does (docs/ptx.md), False rounds twice;
-    constants: {module variable: array} copied into `.const`/`.global` variables before the launch."""
+    constants: {module variable: array} copied into `.const`/`.global` variables before the launch;
+    source_dirs: folders besides the PTX file's own from which the sources its `.file` directives name may
+    be read for messages and tables (never any other path: `jaxsimt.ptx.sources`)."""
     from jaxsimt.launch import launch as _launch
 
     module = load_module(ptx_text_or_path)
     args = [np.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
     lowered, pointers, buffer_of = _pointer_args(args)
-    prog = lower(module, kernel_name, lowered, dynamic_smem=dynamic_smem, contract=contract, pointers=pointers)
+    prog = lower(module, kernel_name, lowered, dynamic_smem=dynamic_smem, contract=contract, pointers=pointers,
+                 source_dirs=source_dirs)
     hidden = hidden_arrays(prog, _dims(grid), _dims(block))
     _constants(prog, hidden, constants)
     launch_kwargs["local_bytes"] = max(int(launch_kwargs.get("local_bytes", 0)), prog.ptx_local_bytes)
