@@ -3,7 +3,9 @@ the `source_dirs` given; absolute paths, `..` and symbolic links out of those fo
 import os
 
 import numpy as np
+import pytest
 
+import jaxsimt as js
 from jaxsimt import ptx
 from jaxsimt.ptx.run import load_module
 
@@ -84,8 +86,6 @@ def test_fault_messages_show_no_disallowed_line(tmp_path):
     path, secret_dir = _setup(tmp_path, "{secret}")
     text = path.read_text().replace("st.global.u32 [%rd2], %r1;", "st.global.u32 [%rd2+64], %r1;")
     path.write_text(text)
-    import pytest
-    import jaxsimt as js
     with pytest.raises(js.MemoryFault) as e:
         ptx.launch(str(path), "k", 1, 32, (np.zeros(4, np.uint32),))
     assert SECRET not in str(e.value)
