@@ -433,12 +433,16 @@ def pick_block(pc, ready, age, n_blocks: int):
 def record_fault(fault, code: int, pc, bad, addr, wave):
     """Keep the first fault: (code, pc, warp, lane, address, wave) of the lowest faulting lane."""
     L = bad.shape[-1]
-    flat = jnp.argmax(bad.reshape(-1))
-    w, lane = flat // L, flat % L
-    rec = jnp.stack([jnp.int64(code), jnp.asarray(pc, jnp.int64), w.astype(jnp.int64), lane.astype(jnp.int64),
-                     jnp.broadcast_to(addr, bad.shape).reshape(-1)[flat].astype(jnp.int64),
-                     jnp.asarray(wave, jnp.int64)])
-    return jnp.where(jnp.any(bad) & (fault[0] == 0), rec, fault)
+
+    def first(_):
+        flat = jnp.argmax(bad.reshape(-1))
+        w, lane = flat // L, flat % L
+        return jnp.stack([jnp.int64(code), jnp.asarray(pc, jnp.int64), w.astype(jnp.int64), lane.astype(jnp.int64),
+                          jnp.broadcast_to(addr, bad.shape).reshape(-1)[flat].astype(jnp.int64),
+                          jnp.asarray(wave, jnp.int64)])
+
+    # the search for the faulting lane runs only when there is a new fault (almost never)
+    return lax.cond(jnp.any(bad) & (fault[0] == 0), first, lambda _: fault, None)
 
 
 # ---------------------------------------------------------------------------------------------
