@@ -512,7 +512,7 @@ def _buffer_rows(res, launch_args: LaunchArgs | None):
         label = " = ".join(f"arg{k} {_short(params[k].name, res.kernel)}" + (f" (+{off})" if off else "")
                            for k, off in ptrs)
         rows.append((f"arg{owner}_{name}", label, np.asarray(res.outputs[name]), pointers))
-    own = {p.name for p in params}
+    own = {p.name for p in params[:getattr(res.program, "ptx_user_params", len(params))]}  # hidden: globals
     for name, v in res.outputs.items():  # module .global variables
         if name not in own:
             rows.append((f"global_{name}", name, np.asarray(v), []))

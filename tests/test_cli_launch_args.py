@@ -191,3 +191,20 @@ def test_bool_mistakes_and_help(capsys):
         assert s in text, s
     assert run_cli._arg_hint(None, "bool*") == "bool[N]:rand"  # --list's hint for a C++ bool* parameter
     assert run_cli._arg_hint(None, "bool") == "u8:VALUE"
+
+
+def test_const_of_a_global_variable_is_shown_and_saved(tmp_path, capsys):
+    """A scalar `.global` variable filled by --const NAME=TYPE:VALUE; its final contents come back as global_NAME."""
+    from test_ptx_launch_args import _CONST  # poly(py): py[i] = coef[i % 4], py[32 + i] = counter
+
+    path = tmp_path / "poly.ptx"
+    path.write_text(_CONST)
+    out = ok(capsys, ["run", str(path), "--grid", "1", "--block", "32", "--no-timing", "--arg", "f32[64]:zeros",
+                      "--const", "counter=u32:7", "--const", "coef=f32[4]:arange", "--show-outputs",
+                      "--save-outputs", str(tmp_path / "o")])
+    index, files = saved(tmp_path / "o")
+    assert sorted(index) == ["arg0_py.npy", "global_counter.npy"]
+    np.testing.assert_array_equal(files["arg0_py.npy"][:32], np.tile(np.arange(4, dtype=np.float32), 8))
+    np.testing.assert_array_equal(files["arg0_py.npy"][32:].view(np.uint32), np.full(32, 7))
+    assert files["global_counter.npy"].view(np.uint32).tolist() == [7]
+    assert any(ln.strip().startswith("counter:") for ln in out.splitlines()), out
