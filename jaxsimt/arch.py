@@ -414,5 +414,6 @@ def get_arch(arch: "str | Arch") -> Arch:
         return arch
     key = str(arch).lower()
     if key not in ARCHS:
-        raise ValueError(f"unknown architecture {arch!r}; known: {', '.join(sorted(ARCHS))}")
+        from jaxsimt.errors import LaunchConfigError  # a ValueError
+        raise LaunchConfigError(f"unknown architecture {arch!r}; known: {', '.join(sorted(ARCHS))}")
     return ARCHS[key]

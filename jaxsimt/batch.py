@@ -18,6 +18,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
+from jaxsimt import errors, validate_args
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.launch import LaunchResult, _dim3, _program_of, _split_args, run_items
 
@@ -47,27 +48,33 @@ class BatchResult:
 
 
 def _unbatch(prog, args: Sequence[Any], in_axes) -> list[tuple]:
-    """Split batched arguments into per-item argument tuples (in_axes: 0 or None per argument)."""
-    if len(args) != len(prog.params):
-        raise TypeError(f"kernel {prog.name} takes {len(prog.params)} arguments "
-                        f"({', '.join(p.name for p in prog.params)}), got {len(args)}")
-    axes = [in_axes] * len(args) if in_axes in (0, None) else list(in_axes)
-    if len(axes) != len(args) or any(a not in (0, None) for a in axes):
-        raise ValueError(f"kernel {prog.name}: in_axes must be 0, None, or one of them per argument; got {in_axes!r}")
+    """Split batched arguments into per-item argument tuples (in_axes: 0 or None per argument; args and
+    in_axes in parameter order or dicts by parameter name)."""
+    names = [p.name for p in prog.params]
+    args = validate_args.bind(prog.name, names, args)
+    if isinstance(in_axes, dict):
+        in_axes = validate_args.bind(prog.name, names, in_axes)
+    axes = ([in_axes] * len(args) if isinstance(in_axes, (int, type(None))) and in_axes in (0, None)
+            else list(in_axes) if isinstance(in_axes, (tuple, list)) else None)
+    if axes is None or len(axes) != len(args) or any(a not in (0, None) or isinstance(a, bool) for a in axes):
+        raise errors.ArgumentError(f"kernel {prog.name}: in_axes must be 0, None, or one of them per argument "
+                                   f"({', '.join(names)}); got {in_axes!r}")
     sizes = {}
     for p, a, ax in zip(prog.params, args, axes):
         if ax == 0:
             n = np.shape(a)[0] if np.ndim(a) > 0 else None
             if n is None:
-                raise ValueError(f"kernel {prog.name}: argument {p.name!r} has in_axes 0 but no leading batch axis")
+                raise errors.ArgumentError(f"kernel {prog.name}: parameter {p.name!r} (position {p.index}) has "
+                                           f"in_axes 0 but its argument {validate_args._desc(a)} has no leading "
+                                           f"batch axis")
             sizes[p.name] = n
     if not sizes:
-        raise ValueError(f"kernel {prog.name}: no argument has a batch axis (in_axes all None)")
+        raise errors.ArgumentError(f"kernel {prog.name}: no argument has a batch axis (in_axes all None)")
     if len(set(sizes.values())) != 1:
-        raise ValueError(f"kernel {prog.name}: batch axes differ in length: {sizes}")
+        raise errors.ArgumentError(f"kernel {prog.name}: batch axes differ in length: {sizes}")
     B = next(iter(sizes.values()))
     if B < 1:
-        raise ValueError(f"kernel {prog.name}: empty batch")
+        raise errors.ArgumentError(f"kernel {prog.name}: empty batch (batch axes of length 0: {sizes})")
     return [tuple(a[i] if ax == 0 else a for a, ax in zip(args, axes)) for i in range(B)]
 
 
@@ -97,7 +104,8 @@ def launch_batch(kernel, grid, block, args: Sequence[Any], arch: Union[str, Arch
 
 @dataclass
 class LaunchSpec:
-    """One launch of a sweep: `jaxsimt.launch(kernel, grid, block, args, arch, **options)`."""
+    """One launch of a sweep: `jaxsimt.launch(kernel, grid, block, args, arch, **options)` (args in
+    parameter order or a dict by parameter name)."""
 
     kernel: Any
     grid: Any
@@ -110,7 +118,8 @@ class LaunchSpec:
         """What launches must share to run as one batch (everything but the arguments and `ctas`)."""
         prog = _program_of(self.kernel)
         opts = tuple(sorted((k, v) for k, v in self.options.items() if k != "ctas"))
-        return (id(prog), _dim3(self.grid, "grid"), _dim3(self.block, "block"), get_arch(self.arch).name, opts)
+        return (id(prog), _dim3(self.grid, "grid", prog.name), _dim3(self.block, "block", prog.name),
+                get_arch(self.arch).name, opts)
 
 
 def sweep(specs: Sequence[LaunchSpec], *, progress: bool = True, max_items: int = 1024,
@@ -124,12 +133,17 @@ def sweep(specs: Sequence[LaunchSpec], *, progress: bool = True, max_items: int 
         if not isinstance(s, LaunchSpec):
             raise TypeError(f"sweep expects LaunchSpec items, got {type(s).__name__} at position {i}")
         groups.setdefault(s.group_key(), []).append(i)
+        # every launch checked before the first group runs: a mistake in the last costs no run
+        prog = _program_of(s.kernel)
+        validate_args.check_args(prog, s.args)
+        validate_args.check_options(prog, s.options.get("stack_depth", 16), s.options.get("blocks_per_wave"))
     results: list[Optional[LaunchResult]] = [None] * len(specs)
 
     def run_group(idx: list[int]):
         s0 = specs[idx[0]]
         prog = _program_of(s0.kernel)
-        per_item = [tuple(specs[i].args) for i in idx]
+        names = [p.name for p in prog.params]
+        per_item = [validate_args.bind(prog.name, names, specs[i].args) for i in idx]
         opts = {k: v for k, v in s0.options.items() if k != "ctas"}
         out = run_items(prog, s0.grid, s0.block, [_split_args(prog, a) for a in per_item], per_item, s0.arch,
                         item_ctas=[specs[i].options.get("ctas") for i in idx], **opts)

@@ -12,6 +12,17 @@ class LaunchConfigError(ValueError):
     """The launch configuration is not allowed by the architecture (checked before anything runs)."""
 
 
+class ArgumentError(LaunchConfigError, TypeError):
+    """A launch argument that does not fit the kernel's parameter (kind, dtype, range) or a launch option
+    of the wrong type or value; the message names the kernel, the parameter (name and position) and what
+    was expected and given. Also a TypeError, as a wrong argument to a Python function is."""
+
+
+class LaunchResourceError(LaunchConfigError):
+    """The launch asked for more than the machine could give while it ran (XLA ran out of memory, or
+    refused the run); the message says what the launch asked for and what to change."""
+
+
 class UsageError(ValueError):
     """A command-line argument or input file that a `jaxsimt` command cannot use (the user's mistake, reported
     in one line, never with a traceback)."""

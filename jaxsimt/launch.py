@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsimt import constcache, errors, generic, regbanks, rocache, texture  # generic, texture: their ops
+from jaxsimt import constcache, errors, generic, regbanks, rocache, texture, validate_args  # generic, texture: their ops
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
 from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
@@ -73,13 +73,8 @@ class LaunchResult:
         return self.outputs[name]
 
 
-def _dim3(x, what) -> tuple[int, int, int]:
-    if isinstance(x, (int, np.integer)):
-        x = (int(x),)
-    x = tuple(int(v) for v in x)
-    if not 1 <= len(x) <= 3 or any(v < 1 for v in x):
-        raise errors.LaunchConfigError(f"{what} must be 1 to 3 positive integers, got {x}")
-    return x + (1,) * (3 - len(x))
+def _dim3(x, what, kernel: Optional[str] = None) -> tuple[int, int, int]:
+    return validate_args.dim3(x, what, kernel)
 
 
 def _program_of(kernel) -> Program:
@@ -219,23 +214,9 @@ def check_mode(prog: Program, arch: Arch, mode: str) -> None:
 
 
 def _split_args(prog: Program, args: Sequence[Any]):
-    """Check one item's arguments: ({param index: contiguous array}, [scalar values in param order])."""
-    if len(args) != len(prog.params):
-        raise TypeError(f"kernel {prog.name} takes {len(prog.params)} arguments "
-                        f"({', '.join(p.name for p in prog.params)}), got {len(args)}")
-    arrays, scalars = {}, []
-    for p, a in zip(prog.params, args):
-        if p.is_pointer:
-            arr = np.asarray(a)
-            if arr.dtype != p.dtype.np_dtype:
-                raise TypeError(f"kernel {prog.name}: argument {p.name!r} is Ptr[{p.dtype.name}] but got an "
-                                f"array of {arr.dtype}")
-            arrays[p.index] = np.ascontiguousarray(arr)
-        else:
-            if isinstance(a, np.ndarray) and a.ndim > 0:
-                raise TypeError(f"kernel {prog.name}: argument {p.name!r} is a scalar {p.dtype.name}")
-            scalars.append(np.asarray(a).astype(p.dtype.np_dtype))
-    return arrays, scalars
+    """Check one item's arguments: ({param index: contiguous array}, [scalar values in param order])
+    (`jaxsimt.validate_args.split_args`)."""
+    return validate_args.split_args(prog, args)
 
 
 def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch] = "h200", *,
@@ -246,7 +227,10 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
            mode: str = "stack",
            carveout: Optional[int] = None, compile_budget: Optional[int] = COMPILE_BUDGET) -> LaunchResult:
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
-    parameters, Python/numpy scalars for the others) on architecture `arch`.
+    parameters, Python/numpy scalars for the others; in parameter order or a dict by parameter name) on
+    architecture `arch`. Arguments and options are checked before anything is allocated
+    (`jaxsimt.validate_args`: ArgumentError / LaunchConfigError naming the parameter); a failure of XLA
+    while the launch runs (out of memory) is a LaunchResourceError saying what the launch asked for.
 
     max_steps: step budget per wave (a runaway loop raises StepBudgetExceeded; default
     `default_max_steps`: max(65,536, instructions x (4,096 + warps per wave))); stack_depth: entries of
@@ -274,6 +258,7 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     seconds, not minutes; None compiles every block (slower to start, faster to run long launches).
     """
     prog = _program_of(kernel)
+    args = validate_args.bind(prog.name, [p.name for p in prog.params], args)
     res = run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, regs=regs, max_steps=max_steps,
                     stack_depth=stack_depth, blocks_per_wave=blocks_per_wave, trace=trace, jit=jit,
                     counters=counters, optimize=optimize, ctas=ctas, data=data, local_bytes=local_bytes,
@@ -299,8 +284,9 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     dict to receive, where every item's array of a parameter has one shape, the final arrays stacked
     [items, ...] (the items' outputs are then views into them)."""
     arch = get_arch(arch)
-    grid, block = _dim3(grid, "grid"), _dim3(block, "block")
+    grid, block = _dim3(grid, "grid", prog.name), _dim3(block, "block", prog.name)
     check_launch(prog, arch, grid, block, regs, local_bytes)
+    validate_args.check_options(prog, stack_depth, blocks_per_wave)
     check_mode(prog, arch, mode)
     items, tex_dims = _memory_images(prog, arch, items, item_args)
     n_items = len(items)
@@ -343,6 +329,9 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
         bases.append(b)
         sizes.append(sz)
     words = _global_words(end)
+    if data:  # before the image is allocated (and copied to the device)
+        validate_args.check_memory(prog, words * 4, f"the {n_items} item(s)' arrays, as one memory image,"
+                                   if n_items > 1 else "the array arguments, as one memory image,")
     if not data:
         words = 1024  # counters only: the layout's addresses are real, the memory is not there
     layout = Layout(words, -(-prog.shared_bytes // 4), -(-int(local_bytes) // 4))
@@ -367,37 +356,41 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                     b = b_item[p.index]
                     gmem[b:b + arrays[p.index].nbytes] = arrays[p.index].view(np.uint8).reshape(-1)
     scalars = [np.stack([sc[k] for _, sc in items]) for k in range(len(items[0][1]))]
-    with jax.enable_x64(True):
-        m = _machine(prog, geo, layout, options, mode)
-        dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(np.asarray(bases, np.int64)),
-                  jnp.asarray(np.asarray(sizes, np.int64)), tuple(jnp.asarray(s) for s in scalars), None,
-                  jnp.asarray(tex_dims))
-        cta_table = np.full(n_waves * cpw, n_items * n_ctas, np.int32)
-        cta_table[:fused.size] = fused
-        gm = jnp.asarray(gmem.view(np.uint32))
-        if devices is not None:
-            from jaxsimt.shard import run_sharded
-            gm, cnt, fault, total_steps = run_sharded(m, gm, dyn, cta_table, devices)
-            if fault[0] != errors.NONE:
-                raise _fault_error(prog, m, geo, grid, sizes, fault, max_steps, cta_table, default_budget=default_budget)
-            traces = []
-        else:
-            dyn = dyn._replace(ctas=jnp.asarray(cta_table))
-            cnt = m.zero_counters()
-            traces, total_steps = [], 0
-            ctx = jax.disable_jit() if not jit else _nullcontext()
-            with ctx:
-                for wave in range(n_waves):
-                    gm, cnt, fault, steps, tr, stuck = m.run_wave(gm, cnt, jnp.int32(wave), dyn, jnp.uint32(0))
-                    total_steps += int(steps)
-                    f = np.asarray(fault)
-                    if f[0] != errors.NONE:
-                        raise _fault_error(prog, m, geo, grid, sizes, f, max_steps, cta_table, stuck,
-                                           default_budget=default_budget)
-                    if trace:
-                        traces.append(tuple(np.asarray(t)[: int(steps)] for t in tr))
-        gm_np = np.asarray(gm).view(np.uint8)
-        cnt = tuple(np.asarray(c) for c in cnt)
+    try:
+        with jax.enable_x64(True):
+            m = _machine(prog, geo, layout, options, mode)
+            dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(np.asarray(bases, np.int64)),
+                      jnp.asarray(np.asarray(sizes, np.int64)), tuple(jnp.asarray(s) for s in scalars), None,
+                      jnp.asarray(tex_dims))
+            cta_table = np.full(n_waves * cpw, n_items * n_ctas, np.int32)
+            cta_table[:fused.size] = fused
+            gm = jnp.asarray(gmem.view(np.uint32))
+            if devices is not None:
+                from jaxsimt.shard import run_sharded
+                gm, cnt, fault, total_steps = run_sharded(m, gm, dyn, cta_table, devices)
+                if fault[0] != errors.NONE:
+                    raise _fault_error(prog, m, geo, grid, sizes, fault, max_steps, cta_table, default_budget=default_budget)
+                traces = []
+            else:
+                dyn = dyn._replace(ctas=jnp.asarray(cta_table))
+                cnt = m.zero_counters()
+                traces, total_steps = [], 0
+                ctx = jax.disable_jit() if not jit else _nullcontext()
+                with ctx:
+                    for wave in range(n_waves):
+                        gm, cnt, fault, steps, tr, stuck = m.run_wave(gm, cnt, jnp.int32(wave), dyn, jnp.uint32(0))
+                        total_steps += int(steps)
+                        f = np.asarray(fault)
+                        if f[0] != errors.NONE:
+                            raise _fault_error(prog, m, geo, grid, sizes, f, max_steps, cta_table, stuck,
+                                               default_budget=default_budget)
+                        if trace:
+                            traces.append(tuple(np.asarray(t)[: int(steps)] for t in tr))
+            gm_np = np.asarray(gm).view(np.uint8)
+            cnt = tuple(np.asarray(c) for c in cnt)
+    except jax.errors.JaxRuntimeError as e:
+        raise _runtime_error(prog, e, n_waves=n_waves, per_wave=cpw, n_blocks=int(fused.size), tpb=tpb,
+                             words=words, layout=layout, n_items=n_items) from e
 
     tr = None
     if trace:
@@ -440,6 +433,28 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
         results.append(LaunchResult(prog.name, arch.name, grid, block, outputs, tuple(final_args), dict(stats),
                                     [dict(r) for r in per_instr], tr, m.program, occ))
     return results
+
+
+def _runtime_error(prog: Program, e: Exception, *, n_waves: int, per_wave: int, n_blocks: int, tpb: int,
+                   words: int, layout: Layout, n_items: int) -> errors.LaunchResourceError:
+    """A failure of XLA while the launch ran, as a LaunchResourceError that says what the launch asked for
+    and what to change."""
+    msg = str(e)
+    oom = "RESOURCE_EXHAUSTED" in msg or "out of memory" in msg.lower()
+    first = msg.strip().splitlines()[0] if msg.strip() else type(e).__name__
+    threads = per_wave * tpb
+    asked = (f"{n_blocks} blocks{f' ({n_items} items)' if n_items > 1 else ''} in {n_waves} wave(s) of "
+             f"{per_wave} blocks x {tpb} threads ({threads} threads at once), {words} words "
+             f"({words * 4} bytes) of global memory, {layout.shared_words} words of shared memory per block, "
+             f"{layout.local_words} words of local memory per thread")
+    if oom:
+        return errors.LaunchResourceError(
+            f"kernel {prog.name}: the device ran out of memory running the launch ({asked}); pass a smaller "
+            f"blocks_per_wave= (fewer threads at once), smaller arrays or fewer batch items, or a smaller "
+            f"local_bytes=. XLA said: {first}")
+    return errors.LaunchResourceError(
+        f"kernel {prog.name}: XLA failed running the launch ({asked}); a smaller blocks_per_wave= or smaller "
+        f"arrays may avoid it. XLA said: {first}")
 
 
 def _periodic(prog: Program, items, bases) -> dict:

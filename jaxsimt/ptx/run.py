@@ -21,7 +21,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from jaxsimt.errors import LaunchConfigError
+from jaxsimt import validate_args
+from jaxsimt.errors import ArgumentError, LaunchConfigError
 from jaxsimt.ptx.lower import hidden_arrays, lower
 from jaxsimt.ptx.parser import parse
 
@@ -42,10 +43,33 @@ def load_module(ptx_text_or_path):
     return _MODULES[key]
 
 
-def _dims(x):
-    if isinstance(x, (int, np.integer)):
-        return [int(x)]
-    return [int(v) for v in x]
+def _dims(x, what="grid", kernel=None):
+    return list(validate_args.dim3(x, what, kernel))
+
+
+_POINTER_TYPES = {64: ("u64", "b64", "s64"), 32: ("u32", "b32", "s32")}
+
+
+def _check_entry_args(module, kernel_name, args, dynamic_smem):
+    """The user's arguments in parameter order (a dict by PTX parameter name, or a sequence), each array
+    given for a parameter that can hold an address; dynamic_smem checked against the kernel's `.extern
+    .shared` declarations."""
+    try:
+        entry = module.function(kernel_name)
+    except KeyError:
+        return list(args), int(dynamic_smem)  # the lowering names the kernels there are
+    names = [p.name for p in entry.params]
+    args = list(validate_args.bind(kernel_name, names, args))
+    addr = _POINTER_TYPES.get(module.address_size, _POINTER_TYPES[64])
+    for i, (p, a) in enumerate(zip(entry.params, args)):
+        is_arr = (isinstance(a, np.ndarray) and a.ndim > 0 or
+                  isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], np.ndarray))
+        if is_arr and p.dtype not in addr:
+            raise ArgumentError(f"kernel {kernel_name}: parameter {p.name!r} (position {i}) is .{p.dtype}, not "
+                                f"an address (.{'/.'.join(addr)}), so it takes a scalar, got an array")
+    dyn = any(v.space == "shared" and v.is_dynamic
+              for v in list(module.globals) + [v for f in module.functions for v in f.var_decls])
+    return args, validate_args.check_dynamic_smem(kernel_name, dynamic_smem, dyn)
 
 
 def _pointer_args(args):
@@ -97,7 +121,10 @@ def launch(ptx_text_or_path, kernel_name, grid, block, args: Sequence[Any] = (),
            source_dirs: Sequence[str] = (), **launch_kwargs):
     """Run `kernel_name` from PTX text or a .ptx path; other keywords go to `jaxsimt.launch`.
 
-    args: arrays, `(array, offset)` pointers and scalars (see the module's docstring); contract: fuse
+    args: arrays, `(array, offset)` pointers and scalars (see the module's docstring), in parameter order
+    or a dict by PTX parameter name; an array goes only to an address parameter (.u64/.b64/.s64), and a
+    PTX pointer is untyped: an array's bytes are passed whatever its dtype; dynamic_smem: bytes of the
+    kernel's `.extern .shared` array (0 for a kernel that declares none); contract: fuse
     plain `mul` + dependent `add`/`sub` into `fma` as ptxas does (docs/ptx.md), False rounds twice;
     constants: {module variable: array} copied into `.const`/`.global` variables before the launch;
     source_dirs: folders besides the PTX file's own from which the sources its `.file` directives name may
@@ -105,11 +132,13 @@ def launch(ptx_text_or_path, kernel_name, grid, block, args: Sequence[Any] = (),
     from jaxsimt.launch import launch as _launch
 
     module = load_module(ptx_text_or_path)
+    args, dynamic_smem = _check_entry_args(module, kernel_name, args, dynamic_smem)
+    grid, block = _dims(grid, "grid", kernel_name), _dims(block, "block", kernel_name)
     args = [np.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
     lowered, pointers, buffer_of = _pointer_args(args)
     prog = lower(module, kernel_name, lowered, dynamic_smem=dynamic_smem, contract=contract, pointers=pointers,
                  source_dirs=source_dirs)
-    hidden = hidden_arrays(prog, _dims(grid), _dims(block))
+    hidden = hidden_arrays(prog, grid, block)
     _constants(prog, hidden, constants)
     launch_kwargs["local_bytes"] = max(int(launch_kwargs.get("local_bytes", 0)), prog.ptx_local_bytes)
     res = _launch(prog, grid, block, list(lowered) + hidden, arch, **launch_kwargs)
