@@ -108,6 +108,10 @@ def fdiv(a, b, zero):
     elementwise ops through broadcasts; xor-ing the divisor's bits with (sum of every axis's iota) * zero
     (zero at run time) makes it an array XLA cannot see is a broadcast along any axis."""
     a, b = jnp.asarray(a), jnp.asarray(b)
+    if _narrow_float(b.dtype):
+        # XLA:GPU divides f32 approximately (up to 2 ulp); the f64 quotient rounded once to f32 (or f16,
+        # bf16) is the correctly rounded one (53 >= 2 x 24 + 2 bits), on every backend
+        return fdiv(a.astype(jnp.float64), b.astype(jnp.float64), zero).astype(b.dtype)
     shape = jnp.broadcast_shapes(a.shape, b.shape)
     if not shape:
         return a / b
@@ -117,9 +121,26 @@ def fdiv(a, b, zero):
     return a / lax.bitcast_convert_type(lax.bitcast_convert_type(b, ut) ^ hide, b.dtype)
 
 
+def _narrow_float(dt) -> bool:
+    return jnp.issubdtype(dt, jnp.floating) and jnp.finfo(dt).bits < 64
+
+
+def fsqrt(a):
+    """Correctly rounded square root: through f64 for narrower floats (XLA:GPU's f32 sqrt is off by up to
+    1 ulp; the f64 root rounded once is exact, as for division)."""
+    a = jnp.asarray(a)
+    return jnp.sqrt(a.astype(jnp.float64)).astype(a.dtype) if _narrow_float(a.dtype) else jnp.sqrt(a)
+
+
+def frcp(a, zero):
+    """Correctly rounded reciprocal 1 / a."""
+    a = jnp.asarray(a)
+    return fdiv(jnp.ones_like(a), a, zero)
+
+
 def div(a, b, dtype: DType, zero=None):
     if dtype.is_float:
-        return a / b if zero is None else fdiv(a, b, zero)
+        return fdiv(a, b, jnp.uint32(0) if zero is None else zero)
     # C / PTX: truncate toward zero; division by zero gives all ones (unsigned) / -1, as the hardware
     safe = jnp.where(b == 0, jnp.ones_like(b), b)
     q = lax.div(a, safe)
@@ -185,7 +206,7 @@ def cvt(a, src: DType, dst: DType):
 
 
 def unary_float(op: str, a, dtype: DType):
-    f = {"sqrt": jnp.sqrt, "rsqrt": lambda x: 1 / jnp.sqrt(x), "rcp": lambda x: 1 / x,
+    f = {"sqrt": fsqrt, "rsqrt": lambda x: 1 / jnp.sqrt(x), "rcp": lambda x: frcp(x, jnp.uint32(0)),
          "ex2": jnp.exp2, "lg2": jnp.log2, "sin": jnp.sin, "cos": jnp.cos}[op]
     return f(a)
 

@@ -386,7 +386,7 @@ def farith(ex, ins, pc):
         r = {"add": lambda: args[0] + args[1], "sub": lambda: args[0] - args[1],
              "mul": lambda: alu.guard(args[0] * args[1], ex.zero), "fma": lambda: alu.fma(*args, dt, ex.zero),
              "mad": lambda: alu.fma(*args, dt, ex.zero), "div": lambda: alu.fdiv(args[0], args[1], ex.zero),
-             "sqrt": lambda: jnp.sqrt(args[0]), "rcp": lambda: 1.0 / args[0]}[fn]()
+             "sqrt": lambda: alu.fsqrt(args[0]), "rcp": lambda: alu.frcp(args[0], ex.zero)}[fn]()
     else:
         r = round_f64_to(_exact64(fn, args, ex.zero), dt, rnd)
     if ins.attr("sat"):
