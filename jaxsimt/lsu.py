@@ -76,12 +76,21 @@ def load(words, widx, boff, active, dtype: DType, vec: int):
     return out
 
 
-def _later_lane_same(key, active):
-    """[W, L] bool: some higher active lane of the same warp has the same key (so this lane loses)."""
-    L = key.shape[-1]
-    same = (key[..., :, None] == key[..., None, :]) & active[..., None, :]
-    later = jnp.arange(L)[:, None] < jnp.arange(L)[None, :]
-    return jnp.any(same & later, axis=-1)
+def _last_writers(widx, active, n: int):
+    """[W, L] bool: the active lanes whose store lands: of all lanes of the step writing the same first
+    word (aligned accesses of one width are identical or disjoint), the last in (warp, lane) order. The
+    winner is found by a scatter-max, so duplicate indices never reach a scatter whose order a backend
+    leaves unspecified (XLA:GPU applies duplicate updates in any order)."""
+    prio = jnp.arange(widx.size, dtype=jnp.int32).reshape(widx.shape)
+    key = jnp.where(active, widx, n).astype(jnp.int32)
+    if n <= 4 * widx.size:  # a table over the memory's words is cheaper than a sort
+        best = jnp.full((n + 1,), -1, jnp.int32).at[key].max(prio)
+        return active & (best[key] == prio)
+    # large memories: sort the step's (word, order) pairs; the last of each word's run wins
+    k, p = lax.sort((key.reshape(-1), prio.reshape(-1)), num_keys=2)
+    last = jnp.concatenate([k[1:] != k[:-1], jnp.ones((1,), bool)])
+    won = jnp.zeros((widx.size,), bool).at[p].set(last)  # p is a permutation: no duplicate indices
+    return active & won.reshape(widx.shape)
 
 
 def _segmented_inclusive_or(vals, starts):
@@ -140,7 +149,7 @@ def store(words, widx, boff, active, values, dtype: DType):
         for k in range(vec):
             packed = packed | (bits[k].astype(jnp.uint32) << (k * es * 8))
         return _store_bytes(words, widx, boff, active, packed, nbytes)
-    act = active & ~_later_lane_same(widx, active)
+    act = _last_writers(widx, active, n)
     nw = nbytes // 4
     wvals = []
     for k in range(vec):

@@ -6,6 +6,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 import jaxsimt as js
@@ -130,3 +131,18 @@ def test_ptx_bool_store_from_512_threads():
     flag = np.array([5, 1, 7, 9], np.uint8)
     r = P.launch(_PTX_FLAG, "set_bool", 3, 32, [flag, np.uint16(0)])
     np.testing.assert_array_equal(r.outputs["p"], [5, 0, 7, 9])
+
+
+@pytest.mark.parametrize("n", [64, 100_000])  # both ways of finding the winners: a word table, a sort
+def test_full_word_stores_keep_the_last_writer_of_each_word_across_warps(n):
+    # duplicate word stores in one step are decided before the scatter, so no backend's scatter order
+    # can change which lane's value lands
+    rng = np.random.default_rng(n)
+    for _ in range(10):
+        widx = rng.integers(0, 40, (4, 32))
+        act = rng.random((4, 32)) < 0.7
+        got = np.asarray(lsu._last_writers(jnp.asarray(widx), jnp.asarray(act), n))
+        last = {int(widx.flat[f]): f for f in range(widx.size) if act.flat[f]}
+        want = np.zeros(widx.size, bool)
+        want[list(last.values())] = True
+        np.testing.assert_array_equal(got.reshape(-1), want)
