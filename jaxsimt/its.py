@@ -38,7 +38,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxsimt import errors
-from jaxsimt.machine import EXTRA_OPS, RECENT, Machine, State, pick_block
+from jaxsimt.machine import EXTRA_OPS, RECENT, Counters, Machine, State, TermKind, pick_block
 from jaxsimt.program import FALL, Block, Imm, Program, Terminator
 
 FULL = 0xFFFFFFFF
@@ -204,13 +204,14 @@ class ItsMachine(Machine):
 
         kind, target, fall = self.t_kind[b], self.t_target[b], self.t_fall[b]
         taken_l = self.unpack(taken) & active
-        new_pc = jnp.where(kind == 1, jnp.where(taken_l, target, fall), jnp.where(kind == 3, exit_pc, target))
+        new_pc = jnp.where(kind == TermKind.BRANCH, jnp.where(taken_l, target, fall),
+                           jnp.where(kind == TermKind.EXIT, exit_pc, target))
         pcs = jnp.where(active, new_pc, lanes.pc)
-        div = sel & (kind == 1) & (taken != 0) & ((mask & ~taken) != 0)
+        div = sel & (kind == TermKind.BRANCH) & (taken != 0) & ((mask & ~taken) != 0)
         # a backward branch yields the warp to its other groups
         yielded = jnp.where(active, new_pc <= b, yielded)
-        bar = lanes.bar | (active & (kind == 2))
-        exited = jnp.where(sel & (kind == 3), s.exited | mask, s.exited)
+        bar = lanes.bar | (active & (kind == TermKind.BARRIER))
+        exited = jnp.where(sel & (kind == TermKind.EXIT), s.exited | mask, s.exited)
         # bar.sync releases when every live lane of the thread block waits
         live = pcs != exit_pc
         cta_done = (bar | ~live).reshape(g.ctas_per_wave, -1).all(axis=1)
@@ -248,6 +249,6 @@ class ItsMachine(Machine):
         live = s.stack.pc != self.exit_pc
         budget = jnp.asarray([errors.STEP_BUDGET, -1, 0, 0, 0, 0], jnp.int64).at[5].set(jnp.asarray(wave, jnp.int64))
         fault = jnp.where(jnp.any(live) & (s.fault[0] == 0), budget, s.fault)
-        counters = (s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
+        counters = Counters(s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
         where = (jnp.where(live, s.stack.pc, -1), pc_groups(s.stack.pc, live, self.NB + 1), s.recent, s.steps)
         return s.gmem, counters, fault, s.steps, s.trace, where

@@ -19,6 +19,7 @@ item (`Machine.tally`) as they are counted.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
@@ -128,8 +129,27 @@ class Options(NamedTuple):
     # is interpreted (jaxsimt.templates); None: compile every block
 
 
-# Block terminator kinds as integers (tables indexed by the running block)
-_KIND = {FALL: 0, JUMP: 0, BRANCH: 1, BARRIER: 2, EXIT: 3}
+class TermKind(enum.IntEnum):
+    """A block terminator's kind as the step's tables hold it (`Machine.t_kind`, indexed by block)."""
+
+    FLOW = 0  # fall-through or jump: continue at the target
+    BRANCH = 1  # conditional branch: the predicate's lanes to the target, the others fall through
+    BARRIER = 2  # wait for the thread block's warps, then continue at the target
+    EXIT = 3  # the lanes finish
+
+
+_KIND = {FALL: TermKind.FLOW, JUMP: TermKind.FLOW, BRANCH: TermKind.BRANCH, BARRIER: TermKind.BARRIER,
+         EXIT: TermKind.EXIT}
+
+
+class Counters(NamedTuple):
+    """What a wave's run counts, carried from wave to wave (I = batch items, NB blocks, NI instructions)."""
+
+    warp_exec: jnp.ndarray  # [I, NB] int64  warp-level executions of each block
+    thread_exec: jnp.ndarray  # [I, NB] int64  active lanes summed over those executions
+    divergent: jnp.ndarray  # [I, NB] int64  divergent executions of the block's branch
+    max_depth: jnp.ndarray  # [I] int32  deepest stack (ITS: most pc groups) of any warp
+    mem: jnp.ndarray  # [I, NI, N_MEM] int64  per-instruction memory counters (MEM_COLUMNS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -469,7 +489,7 @@ class Machine:
         self.warp_in_cta = warp % geo.warps_per_block
         # Terminator tables, indexed by the running block.
         terms = [b.term for b in program.blocks]
-        self.t_kind = jnp.asarray([_KIND[t.kind] for t in terms], jnp.int32)
+        self.t_kind = jnp.asarray([int(_KIND[t.kind]) for t in terms], jnp.int32)
         self.t_target = jnp.asarray([t.target for t in terms], jnp.int32)
         self.t_fall = jnp.asarray([t.fallthrough for t in terms], jnp.int32)
         self.t_reconv = jnp.asarray([t.reconv for t in terms], jnp.int32)
@@ -677,20 +697,21 @@ class Machine:
                                            self.t_pc[b])
         st, exited, waiting = s.stack, s.exited, s.waiting
         # fall-through / jump
-        st = stack.set_top_pc(st, sel & (kind == 0), target)
+        st = stack.set_top_pc(st, sel & (kind == TermKind.FLOW), target)
         # conditional branch
-        st, div, overflow = stack.branch(st, sel & (kind == 1), taken & mask, mask & ~taken, target, fall, reconv)
+        st, div, overflow = stack.branch(st, sel & (kind == TermKind.BRANCH), taken & mask, mask & ~taken, target, fall,
+                                         reconv)
         fault = record_fault(fault, errors.STACK_OVERFLOW, tpc, overflow[:, None] & (self.lane == 0)[None, :],
                              st.sp[:, None], wave)
         # barrier: every live lane of the warp must be here
-        at_bar = sel & (kind == 2)
+        at_bar = sel & (kind == TermKind.BARRIER)
         live = self.valid_mask(wave, dyn) & ~exited
         missing = self.unpack(live & ~mask) & at_bar[:, None]
         fault = record_fault(fault, errors.DIVERGENT_BARRIER, tpc, missing, 0, wave)
         st = stack.set_top_pc(st, at_bar, target)
         waiting = waiting | at_bar
         # exit
-        at_exit = sel & (kind == 3)
+        at_exit = sel & (kind == TermKind.EXIT)
         exited = jnp.where(at_exit, exited | mask, exited)
         st = stack.set_top_pc(st, at_exit, self.exit_pc)
         st = stack.pop_reconverged(st, exited)
@@ -762,12 +783,12 @@ class Machine:
         unfinished = jnp.any(s.stack.sp > 0)
         budget = jnp.asarray([errors.STEP_BUDGET, -1, 0, 0, 0, 0], jnp.int64).at[5].set(jnp.asarray(wave, jnp.int64))
         fault = jnp.where(unfinished & (s.fault[0] == 0), budget, s.fault)
-        counters = (s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
+        counters = Counters(s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
         top_pc, _, _ = stack.top(s.stack)
         return s.gmem, counters, fault, s.steps, s.trace, (jnp.where(s.stack.sp > 0, top_pc, -1), s.stack.sp,
                                                            s.recent, s.steps)
 
-    def zero_counters(self):
+    def zero_counters(self) -> Counters:
         NB, I = self.NB, self.geo.items
-        return (jnp.zeros((I, NB), jnp.int64), jnp.zeros((I, NB), jnp.int64), jnp.zeros((I, NB), jnp.int64),
-                jnp.zeros((I,), jnp.int32), jnp.zeros((I, self.NI, N_MEM), jnp.int64))
+        return Counters(jnp.zeros((I, NB), jnp.int64), jnp.zeros((I, NB), jnp.int64), jnp.zeros((I, NB), jnp.int64),
+                        jnp.zeros((I,), jnp.int32), jnp.zeros((I, self.NI, N_MEM), jnp.int64))

@@ -65,6 +65,8 @@ def _sharded_runner(m, devs: list, waves_per_device: int):
     mesh = Mesh(np.array(devs), (AXIS,))
     k = waves_per_device
 
+    from jaxsimt.machine import Counters
+
     def per_device(gmem, dyn, zero):
         first = lax.axis_index(AXIS) * k
 
@@ -81,8 +83,8 @@ def _sharded_runner(m, devs: list, waves_per_device: int):
         _, g, cnt, fault, steps = lax.while_loop(cond, body, c0)
         merged = gmem + lax.psum(g - gmem, AXIS)  # uint32: wraps modulo 2^32
         warp_exec, thread_exec, divergent, max_depth, mem = cnt
-        cnt = (lax.psum(warp_exec, AXIS), lax.psum(thread_exec, AXIS), lax.psum(divergent, AXIS),
-               lax.pmax(max_depth, AXIS), lax.psum(mem, AXIS))
+        cnt = Counters(lax.psum(warp_exec, AXIS), lax.psum(thread_exec, AXIS), lax.psum(divergent, AXIS),
+                       lax.pmax(max_depth, AXIS), lax.psum(mem, AXIS))
         return merged, cnt, lax.all_gather(fault, AXIS), lax.psum(steps, AXIS)
 
     rep = PartitionSpec()
