@@ -27,6 +27,11 @@ from jaxsimt.program import BRANCH, FALL, Block, Imm, Instr, Program, Reg, Termi
 # share; 32 keeps the innermost loops of ordinary kernels (the naive GEMM's k loop) compiled and every
 # kernel's first run within seconds.
 COMPILE_BUDGET = 32
+# A program of at most this many times the budget compiles whole: its blocks fused cost less to compile
+# than templates of its mostly distinct instructions would (the naive GEMM's 83 instructions: 4.8 s whole,
+# 6.3 s tiered), while in longer programs only the loops are worth it (a tiled GEMM's 120: 12.8 s with
+# 96 instructions of loops compiled, 4.6 s with 32).
+WHOLE_PROGRAM_FACTOR = 3
 
 # Placeholder register indices: operand k of a template is Reg(PLACEHOLDER - k).
 PLACEHOLDER = -1
@@ -58,12 +63,12 @@ def templatable(ins: Instr) -> bool:
 
 def plan(program: Program, budget: Optional[int]) -> Program:
     """The program with its blocks assigned to tiers: unchanged (every block compiled) when it has at most
-    `budget` instructions or `budget` is None; else the loop blocks of several instructions, deepest first,
+    WHOLE_PROGRAM_FACTOR x `budget` instructions or `budget` is None; else the loop blocks of several instructions, deepest first,
     are compiled while their instructions fit in the budget and every other block is cut into one-instruction blocks marked
     `interpret` (a block whose instruction cannot be a template stays compiled)."""
     blocks = program.blocks
     n_total = sum(len(b.instrs) for b in blocks)
-    if budget is None or n_total <= budget:
+    if budget is None or n_total <= WHOLE_PROGRAM_FACTOR * budget:
         return program
     depth = loop_depth(blocks, program.exit_index)
     compiled, used = set(), 0
