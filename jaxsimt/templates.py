@@ -13,6 +13,7 @@ bits; only the number of machine steps (`emulator__steps`) differs.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, replace
 from typing import Optional
@@ -153,13 +154,20 @@ def template_of(block: Block):
     return (shape, branch, kinds, imm_types), operands
 
 
-DTYPES = list(T.BY_NAME.values())
+DTYPES = T.ALL
 DTYPE_INDEX = {dt.name: i for i, dt in enumerate(DTYPES)}
 
 
 def imm_bits(imm: Imm) -> np.ndarray:
     """[len(DTYPES)] uint64: the immediate converted to each dtype as the compiled tier converts it
     (`jnp.asarray(value, dtype)`), as the bits of that dtype; 0 where the conversion is undefined."""
+    return _imm_bits(type(imm.value), imm.value)
+
+
+@functools.lru_cache(maxsize=None)
+def _imm_bits(kind: type, value) -> np.ndarray:
+    # keyed by the value's type too: 1, 1.0 and True are equal as keys but convert differently; programs
+    # repeat few distinct immediates, and each conversion through JAX costs ~0.5 ms at machine set-up
     import jax.numpy as jnp
 
     out = np.zeros(len(DTYPES), np.uint64)
@@ -167,9 +175,10 @@ def imm_bits(imm: Imm) -> np.ndarray:
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                v = np.asarray(jnp.asarray(imm.value, dt.np_dtype))
+                v = np.asarray(jnp.asarray(value, dt.np_dtype))
         except (OverflowError, ValueError, TypeError):
             continue
         raw = v.tobytes()
         out[i] = np.frombuffer(raw + b"\0" * (8 - len(raw)), np.uint64)[0]
+    out.setflags(write=False)
     return out
