@@ -189,11 +189,15 @@ class _Exec:
             v = reinterpret(v, op.dtype, dtype)
         return v
 
-    def write(self, reg: Reg, value):
+    def as_lanes(self, reg: Reg, value):
+        """`value` as [W, L] of the register's dtype (other dtypes reinterpreted bit for bit)."""
         value = jnp.asarray(value)
         if value.dtype != reg.dtype.np_dtype:
             value = reinterpret(value, T.as_dtype(value.dtype), reg.dtype)
-        value = jnp.broadcast_to(value, self.active.shape)
+        return jnp.broadcast_to(value, self.active.shape)
+
+    def write(self, reg: Reg, value):
+        value = self.as_lanes(reg, value)
         slot = self.m.slot.get(reg.index)
         if slot is None:
             self.local[reg.index] = value  # dies with the block: no merge with inactive lanes needed
@@ -282,8 +286,7 @@ class _Exec:
         else:
             off = raw.astype(jnp.int64) + self.offset(ins)
             src = ins.src[0]
-            if (space in ("shared", "local") and raw_given is None and getattr(src, "dtype", None) is not None
-                    and src.dtype.bits == 32):
+            if space in ("shared", "local") and raw_given is None and src.dtype.bits == 32:
                 # a 32-bit shared/local address wraps as the hardware's 32-bit adder does
                 # ([%r+4] with %r = -4 is byte 0)
                 off = off & 0xFFFFFFFF
@@ -406,10 +409,7 @@ class _TemplateExec(_Exec):
     def write(self, reg: Reg, value):
         if not self._placeholder(reg):
             return super().write(reg, value)
-        value = jnp.asarray(value)
-        if value.dtype != reg.dtype.np_dtype:
-            value = reinterpret(value, T.as_dtype(value.dtype), reg.dtype)
-        value = jnp.broadcast_to(value, self.active.shape)
+        value = self.as_lanes(reg, value)
         f, row = self.m.file_of[reg.dtype.np_dtype], self.rows[templates.PLACEHOLDER - reg.index]
         old = lax.dynamic_index_in_dim(self.regs[f], row, keepdims=False)
         self.regs[f] = lax.dynamic_update_index_in_dim(self.regs[f], jnp.where(self.active, value, old), row, 0)
@@ -493,6 +493,7 @@ class Machine:
         self.t_target = jnp.asarray([t.target for t in terms], jnp.int32)
         self.t_fall = jnp.asarray([t.fallthrough for t in terms], jnp.int32)
         self.t_reconv = jnp.asarray([t.reconv for t in terms], jnp.int32)
+        self.t_first = jnp.asarray([pc0 for pc0, _ in self.block_pcs], jnp.int32)  # each block's first pc
         self.t_pc = jnp.asarray([pc0 + len(b.instrs) for b, (pc0, _) in zip(program.blocks, self.block_pcs)], jnp.int32)
         self.uses_ro_cache = self.options.ro_cache is not None and rocache.used_by(program)
         self._jitted = jax.jit(self._run_wave, donate_argnums=(0,))
@@ -654,7 +655,7 @@ class Machine:
         def fn(st: State, active, wave, dyn, b):
             data = (st.regs, st.gmem, st.smem, st.lmem, st.mem, st.fault, st.cache)
             ex = _TemplateExec(self, data, active, wave, dyn, st.zero, kinds, self.t_rows[b], self.t_imms[b])
-            pc = jnp.asarray([p for p, _ in self.block_pcs], jnp.int32)[b]
+            pc = self.t_first[b]
             for j, ins in enumerate(shape):
                 ex.run(ins, pc + j)
             if branch[0]:
