@@ -10,8 +10,8 @@ Ordering rules where lanes collide (the hardware leaves them unspecified; we fix
 - stores: every byte written by several active lanes of one step (any warps) ends with the value of the
   last writer in (warp, lane) order: the highest warp of the step, then its highest lane. Sub-word stores
   (narrower than the 4-byte word) merge per byte, so neighbouring bytes written by other lanes or warps
-  in the same step, or not written at all, survive exactly. Word stores resolve duplicates within a warp
-  the same way; between warps the word scatter applies them in (warp, lane) order on XLA:CPU;
+  in the same step, or not written at all, survive exactly. Word stores pick the same last writer before
+  they scatter, so no backend's order for duplicate scatter indices can change the result;
 - atomics: all active lanes of the step are serialised in (warp, lane) order per address, so every lane
   gets the old value it would see in that order and the final value is the last one.
 """
@@ -79,14 +79,11 @@ def load(words, widx, boff, active, dtype: DType, vec: int):
 def _last_writers(widx, active, n: int):
     """[W, L] bool: the active lanes whose store lands: of all lanes of the step writing the same first
     word (aligned accesses of one width are identical or disjoint), the last in (warp, lane) order. The
-    winner is found by a scatter-max, so duplicate indices never reach a scatter whose order a backend
-    leaves unspecified (XLA:GPU applies duplicate updates in any order)."""
+    winner is chosen before the scatter, so duplicate indices never reach a scatter whose order a backend
+    leaves unspecified (XLA:GPU applies duplicate updates in any order): sorting the step's (word, order)
+    pairs puts each word's last writer at the end of its run. n: words in the memory (inactive lanes' key)."""
     prio = jnp.arange(widx.size, dtype=jnp.int32).reshape(widx.shape)
     key = jnp.where(active, widx, n).astype(jnp.int32)
-    if n <= 4 * widx.size:  # a table over the memory's words is cheaper than a sort
-        best = jnp.full((n + 1,), -1, jnp.int32).at[key].max(prio)
-        return active & (best[key] == prio)
-    # large memories: sort the step's (word, order) pairs; the last of each word's run wins
     k, p = lax.sort((key.reshape(-1), prio.reshape(-1)), num_keys=2)
     last = jnp.concatenate([k[1:] != k[:-1], jnp.ones((1,), bool)])
     won = jnp.zeros((widx.size,), bool).at[p].set(last)  # p is a permutation: no duplicate indices

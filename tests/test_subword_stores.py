@@ -133,7 +133,7 @@ def test_ptx_bool_store_from_512_threads():
     np.testing.assert_array_equal(r.outputs["p"], [5, 0, 7, 9])
 
 
-@pytest.mark.parametrize("n", [64, 100_000])  # both ways of finding the winners: a word table, a sort
+@pytest.mark.parametrize("n", [64, 100_000])  # small and large memories
 def test_full_word_stores_keep_the_last_writer_of_each_word_across_warps(n):
     # duplicate word stores in one step are decided before the scatter, so no backend's scatter order
     # can change which lane's value lands
