@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt import alu, constcache, errors, lsu, memstats, rocache, stack, templates
+from jaxsimt import alu, constcache, errors, exact, lsu, memstats, rocache, stack, templates
 from jaxsimt import types as T
 from jaxsimt.program import BARRIER, BRANCH, EXIT, FALL, JUMP, Imm, Instr, Program, Reg, cross_block_registers
 
@@ -496,7 +496,7 @@ class Machine:
         self.t_first = jnp.asarray([pc0 for pc0, _ in self.block_pcs], jnp.int32)  # each block's first pc
         self.t_pc = jnp.asarray([pc0 + len(b.instrs) for b, (pc0, _) in zip(program.blocks, self.block_pcs)], jnp.int32)
         self.uses_ro_cache = self.options.ro_cache is not None and rocache.used_by(program)
-        self._jitted = jax.jit(self._run_wave, donate_argnums=(0,))
+        self._jitted = exact.jit(self._run_wave, donate_argnums=(0,))
         self._compiled = None
 
     @staticmethod

@@ -24,6 +24,8 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, PartitionSpec
 
+from jaxsimt import exact
+
 AXIS = "waves"
 
 
@@ -88,7 +90,7 @@ def _sharded_runner(m, devs: list, waves_per_device: int):
         return merged, cnt, lax.all_gather(fault, AXIS), lax.psum(steps, AXIS)
 
     rep = PartitionSpec()
-    fn = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(rep, rep, rep), out_specs=(rep, rep, rep, rep),
+    fn = exact.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(rep, rep, rep), out_specs=(rep, rep, rep, rep),
                                check_vma=False))
     cache[key] = (fn, mesh)
     return cache[key]
