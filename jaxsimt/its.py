@@ -31,7 +31,6 @@ Shapes: W warps, L lanes; pcs are block indices, `exit_pc` for finished (or neve
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import NamedTuple
 
 import jax.numpy as jnp
@@ -39,7 +38,7 @@ from jax import lax
 
 from jaxsimt import errors
 from jaxsimt.machine import EXTRA_OPS, RECENT, Counters, Machine, State, TermKind, pick_block
-from jaxsimt.program import FALL, Block, Imm, Program, Terminator
+from jaxsimt.program import Imm, Program, recut
 
 FULL = 0xFFFFFFFF
 
@@ -94,31 +93,9 @@ def split_at_sync(program: Program) -> tuple[Program, dict]:
                 cur = []
             cur.append(ins)
         parts.append(cur)
-        pieces.append(parts)
-    first, k = {}, 0
-    for b, parts in zip(program.blocks, pieces):
-        first[b.index] = k
-        k += len(parts)
-    exit_new = k
-    remap = lambda t: exit_new if t == program.exit_index else (first[t] if t >= 0 else t)  # noqa: E731
-    blocks, sync = [], {}
-    for b, parts in zip(program.blocks, pieces):
-        for j, part in enumerate(parts):
-            idx = first[b.index] + j
-            if part and part[0].op in _SYNC_OPS:
-                sync[idx] = member_mask(part[0])
-            if j + 1 < len(parts):
-                term = Terminator(FALL, target=idx + 1)
-            else:
-                t = b.term
-                term = dataclasses.replace(t, target=remap(t.target), fallthrough=remap(t.fallthrough),
-                                           reconv=remap(t.reconv))
-            blocks.append(Block(idx, list(part), term, interpret=b.interpret, origin=b.origin))
-    out = Program(program.name, program.params, program.regs, blocks, program.shared, program.shared_bytes,
-                  program.source_file)
-    # front-end extras (e.g. the PTX lowering's hidden arrays and local frame) stay with the program
-    fields = {f.name for f in dataclasses.fields(Program)}
-    out.__dict__.update({k: v for k, v in program.__dict__.items() if k not in fields and k != "_machines"})
+        pieces.append([(part, b.interpret) for part in parts])
+    out = recut(program, pieces)
+    sync = {blk.index: member_mask(blk.instrs[0]) for blk in out.blocks if blk.instrs and blk.instrs[0].op in _SYNC_OPS}
     return out, sync
 
 

@@ -29,9 +29,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt import alu, constcache, errors, exact, lsu, memstats, rocache, stack, templates
+from jaxsimt import alu, constcache, errors, exact, lsu, memstage, memstats, rocache, stack, templates
 from jaxsimt import types as T
-from jaxsimt.program import BARRIER, BRANCH, EXIT, FALL, JUMP, Imm, Instr, Program, Reg, cross_block_registers
+from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Program, Reg, Terminator,
+                              cross_block_registers)
 
 # Instructions contributed by other units (e.g. the tensor cores): op name -> fn(exec, instr, pc).
 # Filled at import time by those modules; read-only afterwards.
@@ -160,10 +161,14 @@ class Counters(NamedTuple):
 class _Exec:
     """Trace-time helper holding the machine's data while one block's instructions are unrolled."""
 
-    def __init__(self, m: "Machine", data, active, wave, dyn: Dyn, zero):
+    def __init__(self, m: "Machine", data, active, wave, dyn: Dyn, zero, collect: bool = False):
         self.m, self.active, self.wave, self.dyn, self.zero = m, active, wave, dyn, zero
         regs, self.gmem, self.smem, self.lmem, self.mem, self.fault, self.cache = data
         self.regs = list(regs)  # register files, indexed by m.slot[reg.index] = (file, row)
+        # collect: register writes are gathered as (file, row, value) and the files stay as they came in (a
+        # branch of the step's switch returns only the rows it wrote, see `Machine.write_set`); else the
+        # files are updated in place
+        self.writes = [] if collect else None
         self.item = m.item_of_warp(wave, dyn)  # [W] the batch item each warp belongs to
         self.bases, self.sizes = dyn.bases[self.item], dyn.sizes[self.item]  # [W, n_params]
         self.local: dict = {}  # registers that live only inside this block: plain values
@@ -182,7 +187,7 @@ class _Exec:
         if op.index in self.local:
             v = self.local[op.index]
         elif slot is not None:
-            v = self.regs[slot[0]][slot[1]]
+            v = self.row(*slot)
         else:  # read before any write: registers start as zero
             v = jnp.zeros(self.active.shape, op.dtype.np_dtype)
         if dtype is not None and dtype.np_dtype != op.dtype.np_dtype:
@@ -203,7 +208,29 @@ class _Exec:
             self.local[reg.index] = value  # dies with the block: no merge with inactive lanes needed
         else:
             f, row = slot
-            self.regs[f] = self.regs[f].at[row].set(jnp.where(self.active, value, self.regs[f][row]))
+            self.put(f, row, jnp.where(self.active, value, self.row(f, row)))
+
+    def row(self, f: int, row):
+        """Register file f's row (a Python int or a run-time int32 [] index) as this block has left it [W, L]."""
+        v = self.regs[f][row] if isinstance(row, int) else lax.dynamic_index_in_dim(self.regs[f], row, keepdims=False)
+        for wf, wrow, wval in self.writes or ():
+            if wf != f:
+                continue
+            if isinstance(row, int) and isinstance(wrow, int):
+                v = wval if row == wrow else v
+            else:
+                v = jnp.where(wrow == row, wval, v)
+        return v
+
+    def put(self, f: int, row, value):
+        """Set register file f's row to value [W, L] (already merged with the inactive lanes' old values)."""
+        if self.writes is None:
+            self.regs[f] = (self.regs[f].at[row].set(value) if isinstance(row, int)
+                            else lax.dynamic_update_index_in_dim(self.regs[f], value, row, 0))
+            return
+        if isinstance(row, int):  # a later write of a static row replaces the earlier one
+            self.writes[:] = [w for w in self.writes if not (w[0] == f and isinstance(w[1], int) and w[1] == row)]
+        self.writes.append((f, row, value))
 
     def in_state(self, reg: Reg) -> bool:
         """Whether the register lives in the register files (else it lives only inside this block)."""
@@ -384,8 +411,8 @@ class _TemplateExec(_Exec):
     `rows[k]` ([K] int32, run-time) or the immediate whose bits in each dtype are `imms[k]` ([K, n dtypes]
     uint64, run-time), as `kinds[k]` says ("reg" or the immediate's Python kind)."""
 
-    def __init__(self, m, data, active, wave, dyn, zero, kinds, rows, imms):
-        super().__init__(m, data, active, wave, dyn, zero)
+    def __init__(self, m, data, active, wave, dyn, zero, kinds, rows, imms, collect: bool = False):
+        super().__init__(m, data, active, wave, dyn, zero, collect)
         self.kinds, self.rows, self.imms = kinds, rows, imms
 
     def _placeholder(self, op):
@@ -401,7 +428,7 @@ class _TemplateExec(_Exec):
             if dt == T.pred:
                 return bits != 0
             return lax.bitcast_convert_type(bits.astype(T.UINT_OF_BITS[dt.bits].np_dtype), dt.np_dtype)
-        v = lax.dynamic_index_in_dim(self.regs[self.m.file_of[op.dtype.np_dtype]], self.rows[k], keepdims=False)
+        v = self.row(self.m.file_of[op.dtype.np_dtype], self.rows[k])
         if dtype is not None and dtype.np_dtype != op.dtype.np_dtype:
             v = reinterpret(v, op.dtype, dtype)
         return v
@@ -411,8 +438,7 @@ class _TemplateExec(_Exec):
             return super().write(reg, value)
         value = self.as_lanes(reg, value)
         f, row = self.m.file_of[reg.dtype.np_dtype], self.rows[templates.PLACEHOLDER - reg.index]
-        old = lax.dynamic_index_in_dim(self.regs[f], row, keepdims=False)
-        self.regs[f] = lax.dynamic_update_index_in_dim(self.regs[f], jnp.where(self.active, value, old), row, 0)
+        self.put(f, row, jnp.where(self.active, value, self.row(f, row)))
 
     def in_state(self, reg: Reg) -> bool:
         return self._placeholder(reg) or super().in_state(reg)
@@ -501,19 +527,29 @@ class Machine:
 
     @staticmethod
     def prepare(program: Program, options: Options) -> Program:
-        """The program as this machine runs it: its blocks assigned to the compiled and interpreted tiers."""
-        return templates.plan(program, options.compile_budget)
+        """The program as this machine runs it: its blocks assigned to the compiled and interpreted tiers and
+        cut after every store and atomic (`memstage.split`)."""
+        return memstage.split(templates.plan(program, options.compile_budget))
 
     def _tiers(self):
-        """Register files, compiled blocks and interpreter templates, and the tables that map a block to its
-        `lax.switch` branch (`branch_of` [NB]) and its template's operands (`t_rows` [NB, K], `t_imms`
-        [NB, K, n dtypes])."""
+        """Register files, compiled blocks, interpreter templates and memory-stage templates, and the tables
+        that map a block to its `lax.switch` branch (`branch_of` [NB]) and its template's operands (`t_rows`
+        [NB, K], `t_imms` [NB, K, n dtypes]), and to its store or atomic's template in the memory stage
+        (`m_branch` [NB], -1: none; `m_rows`, `m_imms`; `m_pc` [NB] its pc)."""
         program = self.program
+        # A block's store or atomic (its last) runs in the memory stage; the rest is its body.
+        self.mem_ins = [memstage.memory_instruction(b) for b in program.blocks]
+        self.body = [b.instrs[:-1] if m is not None else b.instrs for b, m in zip(program.blocks, self.mem_ins)]
         interp = [b for b in program.blocks if b.interpret]
-        shapes = [templates.template_of(b) for b in interp]
-        # The register files hold the registers live across blocks and every operand of an interpreted block.
+        shapes = [templates.template_of(Block(b.index, self.body[b.index], b.term)) for b in interp]
+        mem_blocks = [b for b in program.blocks if self.mem_ins[b.index] is not None]
+        mem_shapes = [self._memory_template(b) for b in mem_blocks]
+        # The register files hold the registers live across blocks, every operand of an interpreted block and
+        # every register a store or atomic names (the memory stage reads and writes them there).
         state = set(cross_block_registers(program))
-        state |= {x.index for _, ops in shapes for x in ops if isinstance(x, Reg)}
+        state |= {x.index for _, ops in shapes + mem_shapes for x in ops if isinstance(x, Reg)}
+        for b in mem_blocks:
+            state |= memstage.registers(self.mem_ins[b.index])
         self.state_regs = [program.regs[i] for i in sorted(state)]
         self.files = sorted({r.dtype.np_dtype for r in self.state_regs}, key=str)
         self.file_of = {d: f for f, d in enumerate(self.files)}
@@ -525,22 +561,59 @@ class Machine:
             rows[f] += 1
         self.file_rows = rows
         self.compiled = [b.index for b in program.blocks if not b.interpret]
-        keys: dict = {}
-        K = max([len(ops) for _, ops in shapes] + [1])
-        t_rows = np.zeros((self.NB, K), np.int32)
-        t_imms = np.zeros((self.NB, K, len(templates.DTYPES)), np.uint64)
         branch_of = np.zeros(self.NB, np.int32)
         for k, b in enumerate(self.compiled):
             branch_of[b] = k
-        for b, (key, ops) in zip(interp, shapes):
+        keys: dict = {}
+        for b, (key, _) in zip(interp, shapes):
             branch_of[b.index] = len(self.compiled) + keys.setdefault(key, len(keys))
+        self.templates = list(keys)  # template keys in branch order
+        self.t_rows, self.t_imms = self._operand_tables([b.index for b in interp], [ops for _, ops in shapes])
+        self.branch_of = jnp.asarray(branch_of)
+        mkeys: dict = {}
+        m_branch = np.full(self.NB, -1, np.int32)
+        m_pc = np.zeros(self.NB, np.int32)
+        for b, (key, _) in zip(mem_blocks, mem_shapes):
+            m_branch[b.index] = mkeys.setdefault(key, len(mkeys))
+            m_pc[b.index] = self.block_pcs[b.index][0] + len(b.instrs) - 1
+        self.mem_templates = list(mkeys)
+        # the most rows of each register file one switch branch writes (its write set's size)
+        k_writes = [0] * len(self.files)
+        for k in self.compiled:
+            dsts = {r.index for ins in self.body[k] for r in ins.dst if r.index in self.slot}
+            for f in range(len(self.files)):
+                k_writes[f] = max(k_writes[f], sum(self.slot[i][0] == f for i in dsts))
+        for shape, *_ in self.templates:
+            for f in range(len(self.files)):
+                n = sum(self.file_of[r.dtype.np_dtype] == f for ins in shape for r in ins.dst)
+                k_writes[f] = max(k_writes[f], n)
+        self.k_writes = k_writes
+        self.active_shape = (self.geo.W, self.geo.warp_size)
+        self.m_rows, self.m_imms = self._operand_tables([b.index for b in mem_blocks], [ops for _, ops in mem_shapes])
+        self.m_branch, self.m_pc = jnp.asarray(m_branch), jnp.asarray(m_pc)
+
+    @staticmethod
+    def _memory_template(b: Block):
+        """(key, operands) of block b's store or atomic as the memory stage runs it: its template (shared
+        by every such instruction of its shape), or the instruction itself where it cannot be one."""
+        ins = b.instrs[-1]
+        if templates.templatable(ins):
+            return templates.template_of(Block(b.index, [ins], Terminator(FALL, 0)))
+        return ("exact", b.index), []
+
+    def _operand_tables(self, blocks: list, operands: list):
+        """([NB, K] int32 register-file rows, [NB, K, n dtypes] uint64 immediate bits) of each listed block's
+        template operands."""
+        K = max([len(ops) for ops in operands] + [1])
+        rows = np.zeros((self.NB, K), np.int32)
+        imms = np.zeros((self.NB, K, len(templates.DTYPES)), np.uint64)
+        for b, ops in zip(blocks, operands):
             for j, x in enumerate(ops):
                 if isinstance(x, Reg):
-                    t_rows[b.index, j] = self.slot[x.index][1]
+                    rows[b, j] = self.slot[x.index][1]
                 else:
-                    t_imms[b.index, j] = templates.imm_bits(x)
-        self.templates = list(keys)  # template keys in branch order
-        self.branch_of, self.t_rows, self.t_imms = jnp.asarray(branch_of), jnp.asarray(t_rows), jnp.asarray(t_imms)
+                    imms[b, j] = templates.imm_bits(x)
+        return jnp.asarray(rows), jnp.asarray(imms)
 
     def run_wave(self, gmem, counters, wave, dyn: Dyn, zero):
         """Run one wave (compiled on first use). Returns (gmem, counters, fault, steps, trace, where): where =
@@ -628,23 +701,24 @@ class Machine:
         return jnp.broadcast_to(jnp.asarray(vals[name](), jnp.int32), (g.W, g.warp_size))
 
     # -- one block's instructions: the only per-block code --
+    # A branch of the step's switch runs a block's body: (data, zero, active, wave, dyn, b) -> (register write
+    # set, mem, fault, cache, lanes whose branch predicate holds [W] uint32), data as `_Exec` takes it. It
+    # reads the memories and writes none (stores and atomics run in the memory stage).
     def _block_fn(self, k: int):
         blk = self.program.blocks[k]
         pc0, _ = self.block_pcs[k]
-        term = blk.term
+        term, body = blk.term, self.body[k]
 
-        def fn(st: State, active, wave, dyn, b):
-            data = (st.regs, st.gmem, st.smem, st.lmem, st.mem, st.fault, st.cache)
-            ex = _Exec(self, data, active, wave, dyn, st.zero)
-            for j, ins in enumerate(blk.instrs):
+        def fn(data, zero, active, wave, dyn, b):
+            ex = _Exec(self, data, active, wave, dyn, zero, collect=True)
+            for j, ins in enumerate(body):
                 ex.run(ins, pc0 + j)
             if term.kind == BRANCH:
                 p = ex.read(term.pred).astype(bool)
                 taken = self.pack((~p if term.negate else p) & active)
             else:
                 taken = jnp.zeros((self.geo.W,), jnp.uint32)
-            regs, gmem, smem, lmem, mem, fault, cache = ex.data()
-            return st._replace(regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, cache=cache), taken
+            return self._branch_out(ex, data, taken)
 
         return fn
 
@@ -652,9 +726,8 @@ class Machine:
         """The interpreter's function for one instruction shape: block b's operands come from the tables."""
         shape, branch, kinds, _ = key
 
-        def fn(st: State, active, wave, dyn, b):
-            data = (st.regs, st.gmem, st.smem, st.lmem, st.mem, st.fault, st.cache)
-            ex = _TemplateExec(self, data, active, wave, dyn, st.zero, kinds, self.t_rows[b], self.t_imms[b])
+        def fn(data, zero, active, wave, dyn, b):
+            ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, self.t_rows[b], self.t_imms[b], collect=True)
             pc = self.t_first[b]
             for j, ins in enumerate(shape):
                 ex.run(ins, pc + j)
@@ -663,21 +736,78 @@ class Machine:
                 taken = self.pack((~p if branch[1] else p) & active)
             else:
                 taken = jnp.zeros((self.geo.W,), jnp.uint32)
-            regs, gmem, smem, lmem, mem, fault, cache = ex.data()
-            return st._replace(regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, cache=cache), taken
+            return self._branch_out(ex, data, taken)
 
         return fn
+
+    def _branch_out(self, ex: _Exec, data, taken):
+        _, gmem, smem, lmem, *_ = data
+        if ex.gmem is not gmem or ex.smem is not smem or ex.lmem is not lmem:
+            raise AssertionError("a block wrote a memory outside the memory stage")
+        return self.write_set(ex.writes), ex.mem, ex.fault, ex.cache, taken
+
+    def write_set(self, writes: list) -> tuple:
+        """A branch's register writes as one (rows [K_f] int32, values [K_f, W, L]) pair per register file, K_f
+        the most rows any branch writes in file f (`k_writes`); unused slots hold row R_f, which the update
+        drops. Where two writes may name the same row at run time, the later wins."""
+        out = []
+        for f, dt in enumerate(self.files):
+            mine = [(row, v) for wf, row, v in writes if wf == f]
+            K, R = self.k_writes[f], max(self.file_rows[f], 1)
+            if len(mine) > K:
+                raise AssertionError(f"a block writes {len(mine)} rows of register file {f}, more than {K} counted")
+            rows = [jnp.asarray(r, jnp.int32) for r, _ in mine]
+            for i in range(len(rows)):
+                for j in range(i + 1, len(rows)):
+                    rows[i] = jnp.where(rows[i] == rows[j], R, rows[i])
+            rows += [jnp.int32(R)] * (K - len(mine))
+            vals = [v for _, v in mine] + [jnp.zeros(self.active_shape, dt)] * (K - len(mine))
+            if K == 0:
+                out.append((jnp.zeros((0,), jnp.int32), jnp.zeros((0,) + self.active_shape, dt)))
+            else:
+                out.append((jnp.stack(rows), jnp.stack(vals)))
+        return tuple(out)
 
     def branches(self) -> list:
         """The step's `lax.switch` branches: one per compiled block, then one per interpreter template."""
         return [self._block_fn(k) for k in self.compiled] + [self._template_fn(key) for key in self.templates]
 
+    def _memory_fn(self, key, active, wave, dyn, zero, b):
+        """The memory stage's function for one memory-instruction shape, for block b: data -> data, where data
+        is (regs, gmem, smem, lmem, mem, fault, cache)."""
+
+        def fn(data):
+            if key[0] == "exact":  # an instruction that cannot be a template: itself, at its own pc
+                blk = self.program.blocks[key[1]]
+                ex = _Exec(self, data, active, wave, dyn, zero)
+                ex.run(blk.instrs[-1], self.block_pcs[blk.index][0] + len(blk.instrs) - 1)
+            else:
+                shape, _, kinds, _ = key
+                ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, self.m_rows[b], self.m_imms[b])
+                ex.run(shape[0], self.m_pc[b])
+            return ex.data()
+
+        return fn
+
+    def _memory_stage(self, b, s: State, active, wave, dyn: Dyn) -> State:
+        """Run block b's store or atomic, if it has one, for the `active` lanes (see `jaxsimt.memstage`)."""
+        if not self.mem_templates:
+            return s
+        data = (s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache)
+        for k, key in enumerate(self.mem_templates):
+            data = lax.cond(self.m_branch[b] == k, self._memory_fn(key, active, wave, dyn, s.zero, b),
+                            lambda d: d, data)
+        regs, gmem, smem, lmem, mem, fault, cache = data
+        return s._replace(regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, cache=cache)
+
     def _run_block(self, b, fns, s: State, active, wave, dyn: Dyn):
-        """Run block b's instructions (its compiled branch or its template) for the `active` lanes [W, L];
-        returns (state, lanes whose branch predicate holds [W] uint32)."""
-        if len(fns) > 1:
-            return lax.switch(self.branch_of[b], fns, s, active, wave, dyn, b)
-        return fns[0](s, active, wave, dyn, b)
+        """Run block b for the `active` lanes [W, L]: its body (its compiled branch or its template), then its
+        store or atomic; returns (state, lanes whose branch predicate holds [W] uint32)."""
+        args = ((s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache), s.zero, active, wave, dyn, b)
+        ws, mem, fault, cache, taken = lax.switch(self.branch_of[b], fns, *args) if len(fns) > 1 else fns[0](*args)
+        regs = tuple(r.at[rows].set(vals, mode="drop") for r, (rows, vals) in zip(s.regs, ws))
+        s = self._memory_stage(b, s._replace(regs=regs, mem=mem, fault=fault, cache=cache), active, wave, dyn)
+        return s, taken
 
     # -- the shared part of a step: scheduling, terminators, stacks, barriers --
     def _step(self, s: State, wave, dyn: Dyn, fns) -> State:

@@ -7,7 +7,7 @@ hardware. The kernel's exit is a pseudo-block, index `len(blocks)`, that post-do
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Union
 
 from jaxsimt.types import DType
@@ -370,6 +370,37 @@ def _live_in(program: Program) -> dict[int, set]:
                 live_in[b.index] = live
                 changed = True
     return live_in
+
+
+def recut(program: Program, pieces: list) -> Program:
+    """The program with each block b replaced by the consecutive blocks `pieces[b]`, a list of
+    (instructions, interpret) pairs whose instructions together are b's, in order: every piece but the last
+    falls through to the next, the last keeps b's terminator. Branch targets are remapped; the order of the
+    instructions (so every pc) is unchanged; each piece's `origin` is b's front-end block."""
+    first, k = {}, 0
+    for b, parts in zip(program.blocks, pieces):
+        first[b.index] = k
+        k += len(parts)
+    first[program.exit_index] = k
+
+    def remap(t: int) -> int:
+        return first[t] if t >= 0 else t
+
+    blocks = []
+    for b, parts in zip(program.blocks, pieces):
+        for j, (instrs, interp) in enumerate(parts):
+            idx = first[b.index] + j
+            if j + 1 < len(parts):
+                term = Terminator(FALL, idx + 1)
+            else:
+                t = b.term
+                term = replace(t, target=remap(t.target), fallthrough=remap(t.fallthrough), reconv=remap(t.reconv))
+            blocks.append(Block(idx, list(instrs), term, interpret=interp,
+                                origin=b.index if b.origin is None else b.origin))
+    out = replace(program, blocks=blocks)
+    # front-end extras (e.g. the PTX lowering's hidden arrays and local frame) stay with the program
+    out.__dict__.update({k: v for k, v in program.__dict__.items() if k not in out.__dict__ and k != "_machines"})
+    return out
 
 
 def cross_block_registers(program: Program) -> list[int]:

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import functools
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from jaxsimt import types as T
-from jaxsimt.program import BRANCH, FALL, Block, Imm, Instr, Program, Reg, Terminator
+from jaxsimt.program import BRANCH, Block, Imm, Instr, Program, Reg, recut
 
 # Default number of instructions compiled per program (None: compile every block). A compiled
 # instruction costs XLA ~0.1 s on two CPU cores against ~0.05 s for a template that many instructions
@@ -85,27 +85,7 @@ def plan(program: Program, budget: Optional[int]) -> Program:
             parts.append([(b.instrs, False)])
         else:
             parts.append([([i], True) for i in b.instrs] or [([], True)])
-    first, k = {}, 0
-    for b, p in zip(blocks, parts):
-        first[b.index] = k
-        k += len(p)
-    first[program.exit_index] = k
-    remap = lambda t: first[t] if t >= 0 else t  # noqa: E731
-    out = []
-    for b, p in zip(blocks, parts):
-        for j, (instrs, interp) in enumerate(p):
-            idx = first[b.index] + j
-            if j + 1 < len(p):
-                term = Terminator(FALL, idx + 1)
-            else:
-                t = b.term
-                term = replace(t, target=remap(t.target), fallthrough=remap(t.fallthrough), reconv=remap(t.reconv))
-            out.append(Block(idx, list(instrs), term, interpret=interp,
-                             origin=b.index if b.origin is None else b.origin))
-    new = replace(program, blocks=out)
-    # front-end extras (e.g. the PTX lowering's hidden arrays and local frame) stay with the program
-    new.__dict__.update({k: v for k, v in program.__dict__.items() if k not in new.__dict__ and k != "_machines"})
-    return new
+    return recut(program, parts)
 
 
 @dataclass(frozen=True)
