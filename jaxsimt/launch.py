@@ -34,8 +34,10 @@ GPU_WAVE_MEMORY_FRACTION = 1 / 8
 WAVE_SCRATCH_BYTES_PER_THREAD = 512
 # The default step budget of a wave (`default_max_steps`): every instruction of the program may run as a
 # step STEPS_PER_INSTRUCTION times in lockstep (a loop of that many trips, or longer loops in longer
-# programs), plus once per warp of the wave (warps at different pcs take separate steps); at least
-# MIN_STEPS. A runaway loop in a 256-thread kernel of tens of instructions stops after ~100K steps.
+# programs), plus once per warp of the wave, as warps at different pcs take separate steps, but at most once
+# per instruction (warps stand at no more pcs than the program has, and a warp that waits longer than that
+# runs next: `machine.pick_block`); at least MIN_STEPS. A runaway loop in a kernel of tens of instructions
+# stops after ~100K steps whatever the launch's size (3 s for 256 threads, 29 s for 16,384 on 2 CPU cores).
 STEPS_PER_INSTRUCTION = 4096
 MIN_STEPS = 1 << 16
 LOCAL_BYTES_PER_WAVE = 1 << 30  # the local memory of one wave's threads, by default (smaller waves beyond)
@@ -163,8 +165,9 @@ def _global_words(end: int) -> int:
 
 def default_max_steps(prog: Program, warps_per_wave: int) -> int:
     """The step budget of a wave when the launch gives no `max_steps`:
-    max(MIN_STEPS, instructions x (STEPS_PER_INSTRUCTION + warps per wave))."""
-    return max(MIN_STEPS, program_size(prog) * (STEPS_PER_INSTRUCTION + int(warps_per_wave)))
+    max(MIN_STEPS, instructions x (STEPS_PER_INSTRUCTION + min(warps per wave, instructions)))."""
+    n = program_size(prog)
+    return max(MIN_STEPS, n * (STEPS_PER_INSTRUCTION + min(int(warps_per_wave), n)))
 
 
 def program_size(prog: Program) -> int:
@@ -232,10 +235,9 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     (`jaxsimt.validate_args`: ArgumentError / LaunchConfigError naming the parameter); a failure of XLA
     while the launch runs (out of memory) is a LaunchResourceError saying what the launch asked for.
 
-    max_steps: step budget per wave (a runaway loop raises StepBudgetExceeded; default
-    `default_max_steps`: max(65,536, instructions x (4,096 + warps per wave))); stack_depth: entries of
-    each warp's reconvergence stack; blocks_per_wave: blocks emulated at once (default: ~0.5M threads on a
-    CPU, on a GPU as many as an eighth of its memory holds: `default_threads_per_wave`); trace: record the schedule step by step (small launches); jit: compile (True) or run
+    max_steps: step budget per wave (a runaway loop raises StepBudgetExceeded; default `default_max_steps`:
+    max(65,536, instructions x (4,096 + min(warps per wave, instructions)))); stack_depth: entries of each warp's
+    reconvergence stack; blocks_per_wave: blocks emulated at once (default: ~0.5M threads on a CPU, on a GPU as many as an eighth of its memory holds: `default_threads_per_wave`); trace: record the schedule step by step (small launches); jit: compile (True) or run
     op by op (False; same results and counters, for debugging); counters: run the memory model on every
     global and shared access (requests, sectors, wavefronts, bank conflicts); optimize: compile with full
     backend optimisation (default: only for launches of more than 32K threads, where run time dominates;
@@ -671,6 +673,7 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_s
                    + deadlock_report(m, geo, grid, wave, stuck, cta_table))
     budget = f"the step budget of {max_steps} steps"
     if default_budget:
-        budget += (f" (the default: {program_size(prog)} instructions x ({STEPS_PER_INSTRUCTION} + {geo.W} "
-                   f"warps per wave), at least {MIN_STEPS}; max_steps= sets another)")
+        n = program_size(prog)
+        budget += (f" (the default: {n} instructions x ({STEPS_PER_INSTRUCTION} + {min(geo.W, n)}: the wave's "
+                   f"{geo.W} warps, at most one per instruction), at least {MIN_STEPS}; max_steps= sets another)")
     return cls(f"{k}: exceeded {budget} in wave {wave}" + stuck_report(m, geo, grid, wave, stuck, cta_table))

@@ -1,6 +1,6 @@
 """Launches the hardware refuses are refused before anything runs, with the kernel, the quantity asked for
 and the limit in the message: registers (allocated per warp, as the occupancy calculator counts them),
-the `.local` frame; the default step budget stops a runaway loop within seconds."""
+the `.local` frame; the default step budget stops a runaway loop (benchmarks/bench_runaway.py times it)."""
 import numpy as np
 import pytest
 
@@ -110,19 +110,18 @@ def runaway(out: Ptr[js.s32]):
     out[js.global_thread_index()] = i
 
 
-def test_default_step_budget_stops_a_runaway_loop_of_256_threads_quickly():
-    import time
+def test_default_step_budget_stops_a_runaway_loop_of_256_threads():
     from jaxsimt.launch import MIN_STEPS, default_max_steps, program_size
     size = program_size(runaway.program)
     budget = default_max_steps(runaway.program, 8)
-    assert budget == max(MIN_STEPS, size * (4096 + 8))
-    t = time.perf_counter()
+    assert budget == max(MIN_STEPS, size * (4096 + min(8, size)))
+    assert default_max_steps(runaway.program, 16384) == max(MIN_STEPS, size * (4096 + size))  # one per instruction
     with pytest.raises(js.StepBudgetExceeded) as e:
         js.launch(runaway, 1, 256, (np.zeros(256, np.int32),))
-    assert time.perf_counter() - t < 60
     msg = str(e.value)
     assert f"kernel runaway: exceeded the step budget of {budget} steps (the default: {size} instructions x " \
-           f"(4096 + 8 warps per wave), at least {MIN_STEPS}; max_steps= sets another)" in msg
+           f"(4096 + {min(8, size)}: the wave's 8 warps, at most one per instruction), at least {MIN_STEPS}; " \
+           f"max_steps= sets another)" in msg
     with pytest.raises(js.StepBudgetExceeded, match="exceeded the step budget of 300 steps in wave 0"):
         js.launch(runaway, 1, 256, (np.zeros(256, np.int32),), max_steps=300)  # the user's budget wins
 
