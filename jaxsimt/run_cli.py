@@ -313,9 +313,11 @@ def _dim3(s: str):
     return v
 
 
-def parser() -> ArgumentParser:
-    p = ArgumentParser(prog="jaxsimt run", description=__doc__.split("\n\n")[0].split(": ", 1)[1], epilog=EPILOG)
-    p.add_argument("file", help="a .ptx file (the text nvcc -ptx writes)")
+def parser(prog: str = "jaxsimt run", description: str | None = None, file_required: bool = True) -> ArgumentParser:
+    """The options of `jaxsimt run` (also those of `jaxsimt report`, whose PTX file is optional)."""
+    p = ArgumentParser(prog=prog, description=description or __doc__.split("\n\n")[0].split(": ", 1)[1],
+                       epilog=EPILOG)
+    p.add_argument("file", nargs=None if file_required else "?", help="a .ptx file (the text nvcc -ptx writes)")
     p.add_argument("--list", action="store_true",
                    help="list the file's kernels (demangled names, parameter types) and exit")
     p.add_argument("--kernel", metavar="NAME",
@@ -555,17 +557,14 @@ def save_outputs(folder: str, res, launch_args: LaunchArgs | None = None) -> Non
 
 
 # --------------------------------------------------------------------------------------------- the command
-@command("run")
-def main(argv) -> int:
-    a = parser().parse_args(argv)
-    if a.save_outputs:
-        check_output_dir(a.save_outputs, "--save-outputs")
+def launch_from_args(a, trace: bool = False, progress=None, source_dirs=()):
+    """Run the kernel the parsed options name; returns (LaunchResult, LaunchArgs), or None after --list."""
     consts = split_consts(a.const)
     module = load_ptx(a.file)
     infos = describe_entries(module)
     if a.list:
         print_list(a.file, infos, a.json)
-        return 0
+        return None
     kernel = resolve_kernel(module, a.kernel, infos)
     for opt in ("grid", "block"):
         if getattr(a, opt) is None:
@@ -594,9 +593,25 @@ def main(argv) -> int:
         res = ptx.launch(a.file, kernel, a.grid, a.block, largs.values, arch=a.arch, dynamic_smem=a.dynamic_smem,
                          regs=a.regs, mode=a.mode, timing=not a.no_timing and _has_timing(a.arch),
                          contract=not a.no_contract, constants=constants or None,
-                         carveout=None if a.carveout is None else a.carveout * 1024)
+                         carveout=None if a.carveout is None else a.carveout * 1024, trace=trace,
+                         progress=progress, source_dirs=source_dirs)
     except TypeError as e:  # an argument the kernel's parameter cannot take (checked by the lowering)
         raise UsageError(str(e)) from None
+    return res, largs
+
+
+@command("run")
+def main(argv) -> int:
+    a = parser().parse_args(argv)
+    if a.save_outputs:
+        check_output_dir(a.save_outputs, "--save-outputs")
+    from jaxsimt.progress import launch_progress
+
+    with launch_progress(enabled=False if a.json else None, description=f"running {a.kernel or a.file}") as bar:
+        ran = launch_from_args(a, progress=bar)
+    if ran is None:
+        return 0
+    res, largs = ran
     if a.save_outputs:
         save_outputs(a.save_outputs, res, largs)
     if a.json:
