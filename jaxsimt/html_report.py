@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import zlib
 from typing import Optional
 
 import numpy as np
@@ -43,7 +44,7 @@ text-align:right;white-space:nowrap}th{background:#eef1f4;font-size:12px;white-s
 td.src{text-align:left;font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre;max-width:520px;overflow:hidden;text-overflow:ellipsis}
 td.ln{color:#7a8591}td.t,th.t{text-align:left}tr.hot td.src{font-weight:700}tr.hot td.ln{background:#e4572e;color:#fff}
 tr.code td{color:#98a1aa}tr.fold td{background:#fafbfc;text-align:left}tr.fold pre{margin:2px 0 6px 42px;font-size:12px}
-td.heat{position:relative}td.heat i{position:absolute;left:0;top:2px;bottom:2px;background:#f7b267;opacity:.55}
+td.heat{position:relative}td.heat i{position:absolute;left:0;bottom:1px;height:5px;background:#f08a24}
 td.heat b{position:relative;font-weight:400}.bad{color:#c0392b;font-weight:700}.note{color:#5b6773;font-size:12.5px;max-width:1100px}
 details summary{cursor:pointer;color:#2b6cb0}.legend span{display:inline-block;margin-right:14px}
 .legend i{display:inline-block;width:12px;height:12px;vertical-align:-2px;margin-right:4px;border:1px solid #999}
@@ -278,7 +279,7 @@ def source_view(result, source_dirs=()) -> str:
                         st[k] = st.get(k, 0.0) + v
                 top = max(st, key=st.get) if st else ""
                 cells.append(f'<td data-col="stall">{esc(top)} {fmt(st[top], 0) if top else ""}</td>')
-            key = f"{abs(hash(f)) % 997}-{ln}"
+            key = f"{zlib.crc32(f.encode()) % 997}-{ln}"
             out.append(f'<tr class="line{" hot" if is_hot else ""}" data-line="{key}" data-file="{esc(f)}" '
                        f'data-lineno="{ln}" title="click: the instructions of this line">' + "".join(cells) + "</tr>")
             fold = []
@@ -353,19 +354,28 @@ def divergence_view(result) -> str:
     for w in range(shown_w):
         y = top + w * row_h
         parts.append(f'<text x="{left - 6}" y="{y + rh - 2}" font-size="10" text-anchor="end">b{w // wpb} w{w % wpb}</text>')
+        cells = []  # per column: (lanes fraction or None where the warp did not run, depth, first block, steps)
         for c in range(cols):
             seg = slice(c * bins, min((c + 1) * bins, n_steps))
             ran = mask[seg, w] != 0
-            depth = int(sp[seg, w].max())
-            if ran.any():
-                frac = float(lanes[seg, w][ran].mean()) / ws
-                blk = int(blocks[seg][ran][0])
-                parts.append(f'<rect x="{left + c * cw}" y="{y}" width="{cw - 0.5}" height="{rh}" fill="{_active_colour(frac)}">'
-                             f'<title>step {seg.start}{"-" + str(seg.stop - 1) if bins > 1 else ""}: {frac * ws:.0f}/{ws} lanes, '
-                             f'basic block {blk}, stack depth {depth}</title></rect>')
+            frac = round(float(lanes[seg, w][ran].mean()) / ws, 3) if ran.any() else None
+            blk = int(blocks[seg][ran][0]) if ran.any() else -1
+            cells.append((frac, int(sp[seg, w].max()), blk, seg))
+        c = 0
+        while c < cols:  # runs of equal columns are one rectangle (a lockstep kernel is a few per warp)
+            frac, depth, blk, seg = cells[c]
+            e = c + 1
+            while e < cols and cells[e][:2] == (frac, depth):
+                e += 1
+            x, wdt = left + c * cw, (e - c) * cw - 0.5
+            first, last = seg.start, cells[e - 1][3].stop - 1
+            if frac is not None:
+                parts.append(f'<rect x="{x}" y="{y}" width="{wdt}" height="{rh}" fill="{_active_colour(frac)}">'
+                             f'<title>steps {first}-{last}: {frac * ws:.0f}/{ws} lanes, from basic block {blk}, '
+                             f'stack depth {depth}</title></rect>')
             shade = int(225 - 165 * (depth - 1) / (depth_scale - 1)) if depth else 250
-            parts.append(f'<rect x="{left + c * cw}" y="{y + rh}" width="{cw - 0.5}" height="{dh}" '
-                         f'fill="rgb({shade},{shade},{shade})"/>')
+            parts.append(f'<rect x="{x}" y="{y + rh}" width="{wdt}" height="{dh}" fill="rgb({shade},{shade},{shade})"/>')
+            c = e
     parts.append(f'<text x="{left}" y="{height - 8}" font-size="11" fill="#333">step{" (bins of " + str(bins) + ")" if bins > 1 else ""} →</text>')
     parts.append("</svg>")
     n_div = int(result.stats.get("smsp__sass_branch_targets_threads_divergent.sum", 0))
@@ -604,7 +614,10 @@ def render(result, accesses=None, title: Optional[str] = None, source_dirs=()) -
     """The report page of one launch result as an HTML string. `accesses`: the replayed accesses of the
     memory view (`jaxsimt.addresses.capture`; None: that view says why it is empty); `source_dirs`: folders
     CUDA sources may be read from besides the PTX file's own."""
-    sub = (f"{result.arch}, grid {tuple(result.grid)}, block {tuple(result.block)}"
+    from jaxsimt.demangle import demangle
+
+    pretty = demangle(result.kernel) if result.kernel.startswith("_Z") else None
+    sub = ((f"{pretty} — " if pretty else "") + f"{result.arch}, grid {tuple(result.grid)}, block {tuple(result.block)}"
            f"{', ' + str(result.stats['emulator__steps']) + ' steps' if 'emulator__steps' in result.stats else ''}"
            " — jaxsimt")
     sections = [("source", "Source", source_view(result, source_dirs)), ("divergence", "Divergence", divergence_view(result)),
@@ -627,17 +640,18 @@ def write_report(result, path: str, title: Optional[str] = None, source_dirs=())
 def ladder_page(rows: list[dict], M: int, N: int, K: int, arch: str) -> str:
     """The GEMM ladder's rows (`jaxsimt.ladder` JSON rows) as a table and a bar chart of GFLOP/s, predicted
     beside measured, on a log scale."""
-    cols = [("variant", "variant", None), ("predicted_ms", "predicted ms", 3), ("predicted_ms_analytical", "analytical ms", 3),
-            ("measured_ms", "measured ms", 3), ("gflops", "GFLOP/s", 0), ("limiter", "limiter", None),
+    cols = [("variant", "variant", None), ("predicted_ms", "predicted ms", 4), ("predicted_ms_analytical", "analytical ms", 4),
+            ("measured_ms", "measured ms", 4), ("gflops", "GFLOP/s", 0), ("limiter", "limiter", None),
             ("sectors_per_request", "sectors/req", 2), ("shared_wavefronts_per_request", "sh. wavefr./req", 2),
             ("occupancy", "occupancy", 3), ("occupancy_limiter", "occ. limiter", None),
             ("simd_efficiency", "SIMD eff.", 3), ("arithmetic_intensity", "FLOP/B (L2)", 2)]
-    out = ['<table id="ladder-table"><thead><tr>' + "".join(f"<th>{h}</th>" for _, h, _ in cols) + "</tr></thead><tbody>"]
+    out = ['<table id="ladder-table"><thead><tr>' + "".join(f'<th{" class=t" if d is None else ""}>{h}</th>'
+                                                              for _, h, d in cols) + "</tr></thead><tbody>"]
     for r in rows:
         cells = []
         for key, _, d in cols:
             v = r.get(key)
-            cells.append(f'<td class="src" data-col="{key}">{esc(v)}</td>' if d is None else num(v, d, name=key))
+            cells.append(f'<td class="t" data-col="{key}">{esc(v)}</td>' if d is None else num(v, d, name=key))
         out.append(f'<tr data-variant="{esc(r["variant"])}">' + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     why = "<ul>" + "".join(f"<li><b>{esc(r['variant'])}</b>: {esc(r.get('why', ''))}</li>" for r in rows) + "</ul>"

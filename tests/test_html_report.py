@@ -302,3 +302,18 @@ def test_ladder_page_shows_rows(tmp_path):
     assert text.count("<rect") == 3  # two predicted bars, one measured
     assert 'data-v="0.5" data-col="predicted_ms"' in text and 'data-variant="tiled"' in text
     assert "shared-memory tiles" in text
+
+
+@pytest.mark.slow
+def test_ladder_command_writes_html(tmp_path):
+    from jaxsimt.cli import main
+
+    out = tmp_path / "ladder.html"
+    rows = tmp_path / "rows.json"
+    assert main(["ladder", "--size", "64", "64", "64", "--rungs", "smem_tiled,coarsened", "--analytical-only",
+                 "--recompute", "--json", str(rows), "--html", str(out)]) == 0
+    import json
+
+    text = out.read_text()
+    for r in json.loads(rows.read_text()):
+        assert f'data-v="{r["gflops"]}" data-col="gflops"' in text
