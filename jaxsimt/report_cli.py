@@ -49,7 +49,7 @@ def _parser():
     from jaxsimt import run_cli
 
     p = run_cli.parser(prog="jaxsimt report", description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-                       file_required=False)
+                       file_required=False, outputs=False)
     p.add_argument("-o", "--output", default="report.html", metavar="FILE.html", help="the page to write")
     p.add_argument("--example", metavar="NAME", help="report a shipped kernel instead of a PTX file")
     p.add_argument("--list-examples", action="store_true", help="list the shipped kernels --example takes")
@@ -79,9 +79,13 @@ def main(argv) -> int:
         if a.example is not None:
             if a.example not in ex:
                 raise UsageError(f"--example {a.example!r}: unknown (one of {', '.join(ex)})")
+            given = [o for o in ("kernel", "grid", "block") if getattr(a, o) is not None] + (["arg"] if a.arg else [])
+            if given or a.list:
+                raise UsageError(f"--example {a.example} has its own launch; --{(given or ['list'])[0]} is for a PTX file")
             factory, grid, block, make_args = ex[a.example]
             res = js.launch(factory(), grid, block, make_args(), arch=a.arch, regs=a.regs, mode=a.mode, trace=True,
-                            timing=not a.no_timing and run_cli._has_timing(a.arch), progress=bar)
+                            timing=not a.no_timing and run_cli._has_timing(a.arch), progress=bar,
+                            carveout=None if a.carveout is None else a.carveout * 1024)
         else:
             ran = run_cli.launch_from_args(a, trace=True, progress=bar, source_dirs=a.source_dir)
             if ran is None:  # --list

@@ -313,8 +313,10 @@ def _dim3(s: str):
     return v
 
 
-def parser(prog: str = "jaxsimt run", description: str | None = None, file_required: bool = True) -> ArgumentParser:
-    """The options of `jaxsimt run` (also those of `jaxsimt report`, whose PTX file is optional)."""
+def parser(prog: str = "jaxsimt run", description: str | None = None, file_required: bool = True,
+           outputs: bool = True) -> ArgumentParser:
+    """The options of `jaxsimt run`; `jaxsimt report` takes them with the PTX file optional and without the
+    options about printing and saving outputs (outputs=False)."""
     p = ArgumentParser(prog=prog, description=description or __doc__.split("\n\n")[0].split(": ", 1)[1],
                        epilog=EPILOG)
     p.add_argument("file", nargs=None if file_required else "?", help="a .ptx file (the text nvcc -ptx writes)")
@@ -327,15 +329,17 @@ def parser(prog: str = "jaxsimt run", description: str | None = None, file_requi
     p.add_argument("--block", type=_dim3, metavar="X[,Y,Z]", help="threads per block (required to run)")
     p.add_argument("--arg", action="append", default=[], metavar="SPEC", help=ARG_HELP)
     p.add_argument("--const", action="append", default=[], metavar="NAME=SPEC", help=CONST_HELP)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--show-outputs", action="store_true",
-                   help="summarise each buffer after the run, once (naming every argument that points into it), "
-                        "and each module .global variable: shape, dtype, min/max/mean, first values")
+    if outputs:
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.add_argument("--show-outputs", action="store_true",
+                       help="summarise each buffer after the run, once (naming every argument that points into it), "
+                            "and each module .global variable: shape, dtype, min/max/mean, first values")
     add_arch(p)
-    p.add_argument("--save-outputs", metavar="DIR",
-                   help="write each buffer once as DIR/argK_name.npy (K: its first argument), each module .global "
-                        "variable as DIR/global_NAME.npy, and DIR/outputs.json (which arguments point into which "
-                        "file, at which element offset)")
+    if outputs:
+        p.add_argument("--save-outputs", metavar="DIR",
+                       help="write each buffer once as DIR/argK_name.npy (K: its first argument), each module "
+                            ".global variable as DIR/global_NAME.npy, and DIR/outputs.json (which arguments point "
+                            "into which file, at which element offset)")
     p.add_argument("--seed", type=int, default=0, help="seed of the rand initializer")
     p.add_argument("--dynamic-smem", type=int, default=0, metavar="BYTES", help="dynamic shared memory per block")
     p.add_argument("--regs", type=int, default=None, help="registers per thread for occupancy (default: estimated)")
@@ -563,7 +567,7 @@ def launch_from_args(a, trace: bool = False, progress=None, source_dirs=()):
     module = load_ptx(a.file)
     infos = describe_entries(module)
     if a.list:
-        print_list(a.file, infos, a.json)
+        print_list(a.file, infos, getattr(a, "json", False))
         return None
     kernel = resolve_kernel(module, a.kernel, infos)
     for opt in ("grid", "block"):

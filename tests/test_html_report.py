@@ -254,6 +254,8 @@ def test_report_command_refuses_bad_input(tmp_path, capsys):
     assert main(["report", "--example", "nope", "-o", str(out)]) == 2
     assert "unknown" in capsys.readouterr().err
     assert main(["report", "--example", "matmul_tiled", "-o", str(tmp_path)]) == 2  # a folder
+    assert main(["report", "--example", "matmul_tiled", "--grid", "2", "-o", str(out)]) == 2
+    assert "--grid is for a PTX file" in capsys.readouterr().err
     assert not out.exists()
 
 
