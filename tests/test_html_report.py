@@ -170,19 +170,23 @@ def test_page_numbers_equal_stats(reports, name):
         assert line["bank_conflicts"] == r.stats["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]
 
 
-def test_divergence_view_counts_partial_warps(tmp_path):
-    """reduce_interleaved diverges: the trace's partial warp-steps and stack depth appear in the view."""
-    x = np.arange(256, dtype=np.float32) % 7
-    r = js.launch(seeds.reduce_interleaved, grid=2, block=128, args=(x, np.zeros(2, np.float32)), trace=True)
+def test_divergence_view_counts_partial_warps(reports):
+    """A 48x48 transpose through the same kernel (the machine of the 64x64 one: no new compile) diverges at its
+    bounds checks: the trace's partial warp-steps and stack depth appear in the view."""
+    inp = np.arange(64 * 64, dtype=np.float32)  # the 64x64 arrays (one memory layout), a 48x48 matrix in them
+    r = js.launch(micro_shared.transpose(), grid=(2, 2), block=(32, 8),
+                  args=(inp, np.zeros(64 * 64, np.float32), 48, 48, 32), trace=True)
+    np.testing.assert_array_equal(r["out"][:48 * 48], inp[:48 * 48].reshape(48, 48).T.reshape(-1))
     text = html_report.divergence_view(r)
     lanes = np.zeros(r.trace["mask"].shape, np.int64)
     for b in range(32):
         lanes += (r.trace["mask"] >> np.uint32(b)) & 1
     partial = int(((lanes > 0) & (lanes < 32)).sum())
-    assert partial > 0
+    assert partial > 0 and r.stats["smsp__sass_branch_targets_threads_divergent.sum"] > 0
     assert f'data-partial="{partial}"' in text
     assert f'data-max-depth="{r.stats["max_stack_depth"]}"' in text
     assert r.stats["max_stack_depth"] >= 2
+    assert "16/32 lanes" in text  # x < 48 in the second column of blocks: lanes 16..31 masked off
 
 
 def _chromium():
