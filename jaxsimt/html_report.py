@@ -59,6 +59,7 @@ function pick(){var s=document.getElementById('mempick');if(!s)return;
 document.querySelectorAll('.mem').forEach(d=>d.classList.toggle('on',d.id===s.value));}
 function first(){return location.hash.slice(1)||document.querySelector('main>section').id;}
 window.addEventListener('hashchange',()=>show(first()));
+window.addEventListener('load',()=>window.scrollTo(0,0));
 window.addEventListener('DOMContentLoaded',()=>{show(first());pick();
 var s=document.getElementById('mempick');if(s)s.addEventListener('change',pick);
 document.querySelectorAll('tr.line').forEach(r=>r.addEventListener('click',()=>{var f=document.getElementById('f'+r.dataset.line);
