@@ -87,17 +87,22 @@ def _stack(items: list[LaunchResult], whole: dict) -> tuple[dict, dict]:
 
 
 def launch_batch(kernel, grid, block, args: Sequence[Any], arch: Union[str, Arch] = "h200", *,
-                 in_axes=0, **options) -> BatchResult:
+                 in_axes=0, progress: Optional[bool] = None, **options) -> BatchResult:
     """Launch `kernel` once per item of a batch, as one compiled run: item i's arguments are
     `args[k][i]` for the arguments batched on axis 0 and `args[k]` for those with `in_axes` None
     (shared inputs: each item still gets its own copy to write). Same grid, block, architecture and
     options for every item; `options` are `jaxsimt.launch`'s (trace excepted). Item i's results and
-    counters equal `jaxsimt.launch` of item i alone; `emulator__steps` is the batch's step count."""
+    counters equal `jaxsimt.launch` of item i alone; `emulator__steps` is the batch's step count.
+    progress: a bar of the waves on stderr (`jaxsimt.progress`): None where stderr is a terminal and not
+    under pytest, True where it is a terminal, False never."""
+    from jaxsimt.progress import launch_progress
+
     prog = _program_of(kernel)
     per_item = _unbatch(prog, args, in_axes)
     whole: dict = {}
-    items = run_items(prog, grid, block, [_split_args(prog, a) for a in per_item], per_item, arch, stacked=whole,
-                      **options)
+    with launch_progress(progress, f"{prog.name} x{len(per_item)}") as bar:
+        items = run_items(prog, grid, block, [_split_args(prog, a) for a in per_item], per_item, arch,
+                          stacked=whole, progress=bar, **options)
     outputs, stats = _stack(items, whole)
     return BatchResult(items, outputs, stats)
 
@@ -122,11 +127,12 @@ class LaunchSpec:
                 get_arch(self.arch).name, opts)
 
 
-def sweep(specs: Sequence[LaunchSpec], *, progress: bool = True, max_items: int = 1024,
+def sweep(specs: Sequence[LaunchSpec], *, progress: Optional[bool] = None, max_items: int = 1024,
           description: str = "sweep") -> list[LaunchResult]:
     """Run launches of any shapes; each group of launches sharing kernel, grid, block, architecture
     and options runs as batched launches (at most `max_items` items each). Returns the LaunchResults
-    in the order of `specs`. `progress`: show a rich progress bar (launches done / total)."""
+    in the order of `specs`. `progress`: a rich progress bar of the launches done on stderr (None: where
+    stderr is a terminal and not under pytest; True: where it is a terminal; False: never)."""
     specs = list(specs)
     groups: dict[tuple, list[int]] = {}
     for i, s in enumerate(specs):
@@ -151,18 +157,15 @@ def sweep(specs: Sequence[LaunchSpec], *, progress: bool = True, max_items: int 
             results[i] = r
 
     chunks = [idx[k:k + max_items] for idx in groups.values() for k in range(0, len(idx), max_items)]
-    if progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[group]}"), TimeElapsedColumn()) as bar:
-            task = bar.add_task(description, total=len(specs), group="")
-            for idx in chunks:
-                s0 = specs[idx[0]]
-                bar.update(task, group=f"{_program_of(s0.kernel).name} block={_dim3(s0.block, 'block')} "
-                                       f"x{len(idx)}")
-                run_group(idx)
-                bar.advance(task, len(idx))
-    else:
+    from jaxsimt.progress import task_progress
+
+    with task_progress(len(specs), progress, description) as bar:
         for idx in chunks:
+            s0 = specs[idx[0]]
+            if bar is not None:
+                bar.describe(f"{description}: {_program_of(s0.kernel).name} block={_dim3(s0.block, 'block')} "
+                             f"x{len(idx)}")
             run_group(idx)
+            if bar is not None:
+                bar.advance(len(idx))
     return results

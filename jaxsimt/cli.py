@@ -4,6 +4,7 @@
     jaxsimt ladder [--arch] [--size]   the GEMM ladder report
     jaxsimt occupancy --arch h200 --threads 256 --regs 64 --smem 16384 [--json]
     jaxsimt run FILE.ptx --kernel NAME --grid X --block X --arg SPEC ...
+    jaxsimt report FILE.ptx|--example NAME [-o report.html]   a launch's HTML report
     jaxsimt validate [--json]          compare the emulator with the committed H200 measurements
     jaxsimt sweep [--arch] [--size]    the GEMM ladder over a grid of tile sizes, and the best one
 """
@@ -18,6 +19,7 @@ COMMANDS = {
     "ladder": ("jaxsimt.ladder", "main", "the GEMM ladder report (naive ... Tensor Cores)"),
     "occupancy": ("jaxsimt.occupancy", "cli", "theoretical occupancy of a launch configuration"),
     "run": ("jaxsimt.run_cli", "main", "run a PTX kernel"),
+    "report": ("jaxsimt.report_cli", "main", "an HTML report of one launch: source, divergence, memory, occupancy"),
     "validate": ("jaxsimt.validate", "main", "compare the emulator with the H200 fixtures"),
     "sweep": ("jaxsimt.tile_sweep", "main", "the GEMM ladder over a grid of tile sizes; the best configuration"),
 }

@@ -83,7 +83,9 @@ class _Builder:
 
     def loc(self) -> SourceLoc:
         f = inspect.currentframe()
-        while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _DSL_DIR:
+        # the DSL's own frames, and contextlib's between a `with js.if_(...)` and the DSL, are not the kernel's
+        while f is not None and (os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _DSL_DIR
+                                 or f.f_code.co_filename == contextlib.__file__):
             f = f.f_back
         if f is None:
             return SourceLoc(self.source_file, 0)

@@ -9,8 +9,8 @@ are committed — the measured time beside the prediction. The prediction is the
 (`jaxsimt.timing`, replaying each rung's PTX trace) where the architecture's timing parameters are
 calibrated (the H200), else the analytical model's (`jaxsimt.cost`, always shown beside it).
 
-    jaxsimt ladder [--arch h200] [--size 4096 4096 4096] [--json] [--plot FILE.png] [--rungs a,b]
-                   [--cycle-level | --analytical-only]
+    jaxsimt ladder [--arch h200] [--size 4096 4096 4096] [--json] [--plot FILE.png] [--html FILE.html]
+                   [--rungs a,b] [--cycle-level | --analytical-only]
 """
 from __future__ import annotations
 
@@ -259,6 +259,8 @@ def main(argv=None) -> int:
                     help="print the rows as JSON instead of the table, or with FILE write them there as well as "
                          "printing the table (one computation for both)")
     ap.add_argument("--plot", default="", metavar="FILE.png", help="write a chart of the ladder to this PNG file")
+    ap.add_argument("--html", default="", metavar="FILE.html",
+                    help="write the ladder's table and chart to this self-contained HTML file")
     # predicted_ms is the best model available (CONTRACTS.md): the cycle-level model where the architecture's
     # timing parameters are calibrated against hardware (Arch.timing_fitted: the H200), else the analytical
     # model, whose uncalibrated cycle-level alternative is no better (docs/timing.md).
@@ -285,12 +287,13 @@ def main(argv=None) -> int:
         check_output_file(args.json, "--json")
     if args.plot:
         check_output_file(args.plot, "--plot")
+    if args.html:
+        check_output_file(args.html, "--html")
     from jaxsimt.arch import get_arch
 
     cycle_level = (args.cycle_level or get_arch(args.arch).timing_fitted is not None) and not args.analytical_only
 
     from rich.console import Console
-    from rich.progress import Progress
 
     console = Console(stderr=args.json == "-", width=min(Console().width, TABLE_WIDTH) if Console().is_terminal
                       else TABLE_WIDTH)
@@ -300,12 +303,16 @@ def main(argv=None) -> int:
     rows = None if args.recompute else _load_rows(cache)
     if rows is None:
         rows = []
-        with Progress(console=console, transient=True) as progress:
-            task = progress.add_task(f"emulating the ladder at {M}x{N}x{K}", total=len(todo))
+        from jaxsimt.progress import task_progress
+
+        with task_progress(len(todo), False if args.json is not None else None,
+                           f"emulating the ladder at {M}x{N}x{K}") as bar:
             for r in todo:
-                progress.update(task, description=f"{r.name}")
+                if bar is not None:
+                    bar.describe(f"ladder {M}x{N}x{K}: {r.name}")
                 rows.append(analyse(r, M, N, K, args.arch, timing=cycle_level))
-                progress.advance(task)
+                if bar is not None:
+                    bar.advance()
         rows = json.loads(json.dumps(rows, default=float))  # the same plain numbers whether computed or cached
         _store_rows(cache, rows)
     meas = measured_ms(args.arch, M, N, K)
@@ -320,6 +327,10 @@ def main(argv=None) -> int:
         print_table(rows, M, N, K, args.arch, cycle_level, console)
     if args.plot:
         _plot(rows, args.plot, M, N, K, args.arch)
+    if args.html:
+        from jaxsimt.html_report import write_ladder
+
+        write_ladder(rows, args.html, M, N, K, args.arch)
     return 0
 
 

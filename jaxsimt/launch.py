@@ -7,7 +7,7 @@ one launch may not depend on each other's order), each wave one compiled `Machin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import jax
 import jax.numpy as jnp
@@ -20,7 +20,7 @@ from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
 from jaxsimt.its import ItsMachine
 from jaxsimt.machine import MEM_COLUMNS, Dyn, Geometry, Layout, Machine, Options
 from jaxsimt.occupancy import occupancy, registers_limit
-from jaxsimt.program import Program, estimate_registers
+from jaxsimt.program import BRANCH, Program, estimate_registers
 from jaxsimt.templates import COMPILE_BUDGET
 from jaxsimt.stuck import deadlock_report, stuck_report
 
@@ -65,11 +65,21 @@ class LaunchResult:
     program: Optional[Program] = field(repr=False, default=None)
     occupancy: dict = field(repr=False, default_factory=dict)
     timing: Optional[dict] = field(repr=False, default=None)  # the cycle-level replay (launch(timing=True))
+    # what `launch` ran (kernel, args as given, options): the report replays one block for its memory view
+    inputs: Optional[dict] = field(repr=False, default=None)
 
     def memory_table(self) -> str:
         """The per-instruction memory table (global requests/sectors, shared wavefronts/conflicts)."""
         from jaxsimt.report import memory_table
         return memory_table(self)
+
+    def report(self, path: str, title: Optional[str] = None, source_dirs: Sequence[str] = ()) -> str:
+        """Write the launch's HTML report (source, divergence, memory and occupancy views) to `path`, one
+        self-contained file; returns `path`. `source_dirs`: folders besides the PTX file's own from which
+        the CUDA sources its `.file` lines name may be read (`jaxsimt.ptx.sources`). See
+        `jaxsimt.html_report`."""
+        from jaxsimt.html_report import write_report
+        return write_report(self, path, title=title, source_dirs=source_dirs)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
@@ -228,7 +238,8 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
            counters: bool = True, optimize: Optional[bool] = None, ctas: Optional[Sequence[int]] = None,
            data: bool = True, local_bytes: int = 0, devices=None, timing: bool = False,
            mode: str = "stack",
-           carveout: Optional[int] = None, compile_budget: Optional[int] = COMPILE_BUDGET) -> LaunchResult:
+           carveout: Optional[int] = None, compile_budget: Optional[int] = COMPILE_BUDGET,
+           progress: Optional[Callable] = None) -> LaunchResult:
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
     parameters, Python/numpy scalars for the others; in parameter order or a dict by parameter name) on
     architecture `arch`. Arguments and options are checked before anything is allocated
@@ -257,14 +268,19 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     sets the occupancy and the capacity of the read-only/texture cache; compile_budget: instructions of the
     kernel compiled into the machine (its loops first); the rest is interpreted, instruction by instruction,
     with the same results and counters (`jaxsimt.templates`), so that a long kernel's first run takes
-    seconds, not minutes; None compiles every block (slower to start, faster to run long launches).
+    seconds, not minutes; None compiles every block (slower to start, faster to run long launches);
+    progress: called after each wave as progress(waves done, waves, blocks done, blocks)
+    (`jaxsimt.progress.WaveProgress` draws it as a bar).
     """
     prog = _program_of(kernel)
     args = validate_args.bind(prog.name, [p.name for p in prog.params], args)
     res = run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, regs=regs, max_steps=max_steps,
                     stack_depth=stack_depth, blocks_per_wave=blocks_per_wave, trace=trace, jit=jit,
                     counters=counters, optimize=optimize, ctas=ctas, data=data, local_bytes=local_bytes,
-                    devices=devices, mode=mode, carveout=carveout, compile_budget=compile_budget)[0]
+                    devices=devices, mode=mode, carveout=carveout, compile_budget=compile_budget,
+                    progress=progress)[0]
+    res.inputs = {"kernel": kernel, "args": args, "regs": regs, "local_bytes": local_bytes, "mode": mode,
+                  "carveout": carveout, "stack_depth": stack_depth}
     if timing:
         from jaxsimt import timing as timing_model
         res.timing = timing_model.attach(res, kernel, args, regs=regs, local_bytes=local_bytes, mode=mode)
@@ -278,13 +294,16 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
               ctas: Optional[Sequence[int]] = None, data: bool = True, local_bytes: int = 0,
               devices=None, item_ctas: Optional[Sequence[Sequence[int]]] = None,
               mode: str = "stack", stacked: Optional[dict] = None,
-              carveout: Optional[int] = None, compile_budget: Optional[int] = COMPILE_BUDGET) -> list[LaunchResult]:
+              carveout: Optional[int] = None, compile_budget: Optional[int] = COMPILE_BUDGET,
+              machine: Optional[Callable] = None, progress: Optional[Callable] = None) -> list[LaunchResult]:
     """Run one launch per item (`items`: `_split_args` of each item's arguments, `item_args` the
     arguments as given) as ONE run of the machine: the items' blocks side by side on the block axis,
     their arrays side by side in global memory. Returns one LaunchResult per item, as `launch` would.
     `item_ctas`: the blocks to run, per item (instead of `ctas`, the same for every item). `stacked`: a
     dict to receive, where every item's array of a parameter has one shape, the final arrays stacked
-    [items, ...] (the items' outputs are then views into them)."""
+    [items, ...] (the items' outputs are then views into them). `machine`: (prog, geometry, layout,
+    options) -> Machine to run instead of the shared one (an instrumented machine). `progress`:
+    called as progress(waves done, waves, blocks done, blocks) after each wave."""
     arch = get_arch(arch)
     grid, block = _dim3(grid, "grid", prog.name), _dim3(block, "block", prog.name)
     check_launch(prog, arch, grid, block, regs, local_bytes)
@@ -360,7 +379,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     scalars = [np.stack([sc[k] for _, sc in items]) for k in range(len(items[0][1]))]
     try:
         with jax.enable_x64(True):
-            m = _machine(prog, geo, layout, options, mode)
+            m = machine(prog, geo, layout, options) if machine is not None else _machine(prog, geo, layout, options, mode)
             dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(np.asarray(bases, np.int64)),
                       jnp.asarray(np.asarray(sizes, np.int64)), tuple(jnp.asarray(s) for s in scalars), None,
                       jnp.asarray(tex_dims))
@@ -388,6 +407,8 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                                                default_budget=default_budget)
                         if trace:
                             traces.append(tuple(np.asarray(t)[: int(steps)] for t in tr))
+                        if progress is not None:
+                            progress(wave + 1, n_waves, min((wave + 1) * cpw, int(fused.size)), int(fused.size))
             gm_np = np.asarray(gm).view(np.uint8)
             cnt = tuple(np.asarray(c) for c in cnt)
     except jax.errors.JaxRuntimeError as e:
@@ -506,6 +527,8 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
             row = {"pc": pc, "block": blk.index if blk.origin is None else blk.origin, "op": ins.op, "line": ins.loc.line if ins.loc else 0,
                    "source": ins.loc.text.strip() if ins.loc else "",
                    "warp_exec": int(warp_exec[blk.index]), "thread_exec": int(thread_exec[blk.index])}
+            if outer is blk.term.instr and blk.term.kind == BRANCH:  # the block's branch: its divergent executions
+                row["divergent"] = int(divergent[blk.index])
             if ins.op in ("ld", "st", "atom", "tensor.ldmatrix"):
                 space = ins.attr("space", "shared")
                 row["space"] = space

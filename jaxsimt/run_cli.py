@@ -313,9 +313,13 @@ def _dim3(s: str):
     return v
 
 
-def parser() -> ArgumentParser:
-    p = ArgumentParser(prog="jaxsimt run", description=__doc__.split("\n\n")[0].split(": ", 1)[1], epilog=EPILOG)
-    p.add_argument("file", help="a .ptx file (the text nvcc -ptx writes)")
+def parser(prog: str = "jaxsimt run", description: str | None = None, file_required: bool = True,
+           outputs: bool = True) -> ArgumentParser:
+    """The options of `jaxsimt run`; `jaxsimt report` takes them with the PTX file optional and without the
+    options about printing and saving outputs (outputs=False)."""
+    p = ArgumentParser(prog=prog, description=description or __doc__.split("\n\n")[0].split(": ", 1)[1],
+                       epilog=EPILOG)
+    p.add_argument("file", nargs=None if file_required else "?", help="a .ptx file (the text nvcc -ptx writes)")
     p.add_argument("--list", action="store_true",
                    help="list the file's kernels (demangled names, parameter types) and exit")
     p.add_argument("--kernel", metavar="NAME",
@@ -325,15 +329,17 @@ def parser() -> ArgumentParser:
     p.add_argument("--block", type=_dim3, metavar="X[,Y,Z]", help="threads per block (required to run)")
     p.add_argument("--arg", action="append", default=[], metavar="SPEC", help=ARG_HELP)
     p.add_argument("--const", action="append", default=[], metavar="NAME=SPEC", help=CONST_HELP)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--show-outputs", action="store_true",
-                   help="summarise each buffer after the run, once (naming every argument that points into it), "
-                        "and each module .global variable: shape, dtype, min/max/mean, first values")
+    if outputs:
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.add_argument("--show-outputs", action="store_true",
+                       help="summarise each buffer after the run, once (naming every argument that points into it), "
+                            "and each module .global variable: shape, dtype, min/max/mean, first values")
     add_arch(p)
-    p.add_argument("--save-outputs", metavar="DIR",
-                   help="write each buffer once as DIR/argK_name.npy (K: its first argument), each module .global "
-                        "variable as DIR/global_NAME.npy, and DIR/outputs.json (which arguments point into which "
-                        "file, at which element offset)")
+    if outputs:
+        p.add_argument("--save-outputs", metavar="DIR",
+                       help="write each buffer once as DIR/argK_name.npy (K: its first argument), each module "
+                            ".global variable as DIR/global_NAME.npy, and DIR/outputs.json (which arguments point "
+                            "into which file, at which element offset)")
     p.add_argument("--seed", type=int, default=0, help="seed of the rand initializer")
     p.add_argument("--dynamic-smem", type=int, default=0, metavar="BYTES", help="dynamic shared memory per block")
     p.add_argument("--regs", type=int, default=None, help="registers per thread for occupancy (default: estimated)")
@@ -555,17 +561,14 @@ def save_outputs(folder: str, res, launch_args: LaunchArgs | None = None) -> Non
 
 
 # --------------------------------------------------------------------------------------------- the command
-@command("run")
-def main(argv) -> int:
-    a = parser().parse_args(argv)
-    if a.save_outputs:
-        check_output_dir(a.save_outputs, "--save-outputs")
+def launch_from_args(a, trace: bool = False, progress=None, source_dirs=()):
+    """Run the kernel the parsed options name; returns (LaunchResult, LaunchArgs), or None after --list."""
     consts = split_consts(a.const)
     module = load_ptx(a.file)
     infos = describe_entries(module)
     if a.list:
-        print_list(a.file, infos, a.json)
-        return 0
+        print_list(a.file, infos, getattr(a, "json", False))
+        return None
     kernel = resolve_kernel(module, a.kernel, infos)
     for opt in ("grid", "block"):
         if getattr(a, opt) is None:
@@ -594,9 +597,25 @@ def main(argv) -> int:
         res = ptx.launch(a.file, kernel, a.grid, a.block, largs.values, arch=a.arch, dynamic_smem=a.dynamic_smem,
                          regs=a.regs, mode=a.mode, timing=not a.no_timing and _has_timing(a.arch),
                          contract=not a.no_contract, constants=constants or None,
-                         carveout=None if a.carveout is None else a.carveout * 1024)
+                         carveout=None if a.carveout is None else a.carveout * 1024, trace=trace,
+                         progress=progress, source_dirs=source_dirs)
     except TypeError as e:  # an argument the kernel's parameter cannot take (checked by the lowering)
         raise UsageError(str(e)) from None
+    return res, largs
+
+
+@command("run")
+def main(argv) -> int:
+    a = parser().parse_args(argv)
+    if a.save_outputs:
+        check_output_dir(a.save_outputs, "--save-outputs")
+    from jaxsimt.progress import launch_progress
+
+    with launch_progress(enabled=False if a.json else None, description=f"running {a.kernel or a.file}") as bar:
+        ran = launch_from_args(a, progress=bar)
+    if ran is None:
+        return 0
+    res, largs = ran
     if a.save_outputs:
         save_outputs(a.save_outputs, res, largs)
     if a.json:

@@ -50,7 +50,7 @@ def parse_configs(text: str) -> list[tuple[str, dict]]:
     return out
 
 
-def emulate(M: int, N: int, K: int, arch: str, configs: Sequence[tuple[str, dict]], progress: bool = True):
+def emulate(M: int, N: int, K: int, arch: str, configs: Sequence[tuple[str, dict]], progress: "bool | None" = None):
     """Counters of each configuration's full launch: [(stats, per_instruction, grid, block)], from one
     block per class of identical blocks, all blocks of all configurations in one `jaxsimt.sweep`."""
     import jaxsimt as js
@@ -132,7 +132,7 @@ def pattern_sweep(arch: str, addresses, size: int = 4, active=None) -> dict:
 
 
 def tile_sweep(M: int, N: int, K: int, arch: str = "h200", configs: Optional[Sequence[tuple[str, dict]]] = None,
-               progress: bool = True) -> list[dict]:
+               progress: "bool | None" = None) -> list[dict]:
     """One row per configuration, in the order given (default `DEFAULT_CONFIGS`), with its counters,
     occupancy, predicted time, the bound that limits it and `best` (True for the fastest)."""
     from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
@@ -267,7 +267,7 @@ def main(argv=None) -> int:
     from rich.console import Console
 
     console = Console(stderr=args.json, width=max(Console().width, 160))
-    rows = tile_sweep(M, N, K, args.arch, configs or None, progress=True)
+    rows = tile_sweep(M, N, K, args.arch, configs or None, progress=False if args.json else None)
     if args.json:
         print(json.dumps(rows, indent=1, default=float))
         return 0

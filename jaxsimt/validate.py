@@ -253,8 +253,15 @@ def _main(argv) -> int:
                        f"entries yet")
     t0 = time.perf_counter()
     rows = []
-    for name, entry in selected.items():
-        rows.extend(compare(name, entry, arch))
+    from jaxsimt.progress import task_progress
+
+    with task_progress(len(selected), False if args.json else None, f"validating on {arch}") as bar:
+        for name, entry in selected.items():
+            if bar is not None:
+                bar.describe(f"validating {name}")
+            rows.extend(compare(name, entry, arch))
+            if bar is not None:
+                bar.advance()
     seconds = time.perf_counter() - t0
     s = summary(rows)
     if args.json:
