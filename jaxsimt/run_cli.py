@@ -561,6 +561,16 @@ def save_outputs(folder: str, res, launch_args: LaunchArgs | None = None) -> Non
 
 
 # --------------------------------------------------------------------------------------------- the command
+def shipped_sources(ptx_file: str) -> tuple:
+    """(the kernel library's folder,) when `ptx_file` is one of jaxsimt's own PTX files, whose `.file` lines name
+    their CUDA sources as `kernels/cuda/...` (nvcc run from the project's root), else ()."""
+    import jaxsimt.kernels
+
+    root = os.path.realpath(os.path.dirname(jaxsimt.kernels.__file__))
+    real = os.path.realpath(ptx_file)
+    return (root,) if os.path.isfile(real) and real.startswith(root + os.sep) else ()
+
+
 def launch_from_args(a, trace: bool = False, progress=None, source_dirs=()):
     """Run the kernel the parsed options name; returns (LaunchResult, LaunchArgs), or None after --list."""
     consts = split_consts(a.const)
@@ -593,6 +603,7 @@ def launch_from_args(a, trace: bool = False, progress=None, source_dirs=()):
             raise ArgSpecError(f"{_where(a.arg[k])} (argument {k}): a buffer is passed as a pointer, but parameter "
                                f"{info['params'][k]['name']} is .{pt}; a pointer is .u{module.address_size}")
     constants = parse_consts(module, consts, rng)
+    source_dirs = tuple(source_dirs) + shipped_sources(a.file)
     try:
         res = ptx.launch(a.file, kernel, a.grid, a.block, largs.values, arch=a.arch, dynamic_smem=a.dynamic_smem,
                          regs=a.regs, mode=a.mode, timing=not a.no_timing and _has_timing(a.arch),

@@ -89,3 +89,30 @@ def test_fault_messages_show_no_disallowed_line(tmp_path):
     with pytest.raises(js.MemoryFault) as e:
         ptx.launch(str(path), "k", 1, 32, (np.zeros(4, np.uint32),))
     assert SECRET not in str(e.value)
+
+
+def test_a_relative_path_resolves_by_its_trailing_part_inside_an_allowed_folder(tmp_path):
+    # nvcc run in a project's root names `project/cuda/k.cu`; the user allows the folder holding `cuda/`
+    path, _ = _setup(tmp_path, "project/cuda/k.cu")
+    lib = tmp_path / "lib"
+    (lib / "cuda").mkdir(parents=True)
+    (lib / "cuda" / "k.cu").write_text("int first;\nout[0] = threadIdx.x;\n")
+    assert "out[0] = threadIdx.x;" not in _texts(path)
+    assert "out[0] = threadIdx.x;" in _texts(path, source_dirs=[str(lib)])
+
+
+def test_the_shipped_ladder_ptx_shows_its_cuda_lines_in_jaxsimt_run():
+    import jaxsimt.kernels
+    from jaxsimt.run_cli import shipped_sources
+
+    root = os.path.dirname(jaxsimt.kernels.__file__)
+    ladder = os.path.join(root, "ptx", "gemm_ladder.ptx")
+    assert shipped_sources(ladder) == (os.path.realpath(root),)
+    assert shipped_sources(__file__) == ()
+    module = load_module(ladder)
+    entry = next(f.name for f in module.functions if f.is_entry and "naive" in f.name)
+    n = 32
+    args = [np.zeros(n * n, np.float32), np.zeros(n * n, np.float32), np.zeros(n * n, np.float32), n, n, n]
+    prog = ptx.lower(module, entry, args, source_dirs=shipped_sources(ladder))
+    cu = [ins.loc.text for _, ins in prog.instructions() if ins.loc is not None and ins.loc.text.strip()]
+    assert any("threadIdx" in t or "blockIdx" in t for t in cu)

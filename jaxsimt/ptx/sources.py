@@ -35,10 +35,13 @@ def candidates(path: str, dirs: Sequence[str]) -> list[str]:
     if os.path.isabs(path):
         tries = [path]
     else:
-        name = os.path.basename(path)
-        tries = [os.path.join(d, path) for d in dirs] + [os.path.join(d, name) for d in dirs]
+        # the path as nvcc was given it, relative to a folder it was run in: each allowed folder may hold it
+        # whole or its trailing part (`kernels/cuda/k.cu` under a folder that holds `cuda/k.cu`), or the name
+        parts = [q for q in path.replace("\\", "/").split("/") if q]
+        tails = [os.path.join(*parts[k:]) for k in range(len(parts))] if parts else [path]
+        tries = [os.path.join(d, t) for t in tails for d in dirs]
         if dirs:
-            tries.append(os.path.join(dirs[0], "src", name))
+            tries.append(os.path.join(dirs[0], "src", parts[-1] if parts else path))
     out = []
     for t in tries:
         real = os.path.realpath(t)
