@@ -3,6 +3,8 @@ the thread. Faults are detected inside the compiled run, recorded as data (code,
 address) and turned into one of these after the run stops."""
 from __future__ import annotations
 
+import enum
+
 
 class SimtError(RuntimeError):
     """Base class of run-time errors of an emulated kernel."""
@@ -48,8 +50,24 @@ class StepBudgetExceeded(SimtError):
     """The run exceeded its step budget (a runaway loop?)."""
 
 
-# Fault codes recorded by the machine
-NONE, OOB_GLOBAL, OOB_SHARED, MISALIGNED, DIVERGENT_BARRIER, STACK_OVERFLOW, DEADLOCK, STEP_BUDGET, OOB_LOCAL = range(9)
+class FaultCode(enum.IntEnum):
+    """What a fault the machine records is (`machine.Fault.code`)."""
+
+    NONE = 0  # no fault
+    OOB_GLOBAL = 1
+    OOB_SHARED = 2
+    MISALIGNED = 3
+    DIVERGENT_BARRIER = 4
+    STACK_OVERFLOW = 5
+    DEADLOCK = 6
+    STEP_BUDGET = 7
+    OOB_LOCAL = 8
+    WARP_SYNC = 9  # a warp-synchronous Tensor Core instruction with lanes missing
+
+
+NONE, OOB_GLOBAL, OOB_SHARED, MISALIGNED, DIVERGENT_BARRIER, STACK_OVERFLOW, DEADLOCK, STEP_BUDGET, OOB_LOCAL = (
+    FaultCode.NONE, FaultCode.OOB_GLOBAL, FaultCode.OOB_SHARED, FaultCode.MISALIGNED, FaultCode.DIVERGENT_BARRIER,
+    FaultCode.STACK_OVERFLOW, FaultCode.DEADLOCK, FaultCode.STEP_BUDGET, FaultCode.OOB_LOCAL)
 
 FAULT_CLASS = {
     OOB_GLOBAL: MemoryFault,
@@ -68,5 +86,5 @@ class WarpSyncError(SimtError):
     lanes are not all active."""
 
 
-WARP_SYNC = 9
+WARP_SYNC = FaultCode.WARP_SYNC
 FAULT_CLASS[WARP_SYNC] = WarpSyncError

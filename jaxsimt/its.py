@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxsimt import errors
-from jaxsimt.machine import EXTRA_OPS, RECENT, Counters, Machine, State, TermKind, pick_block
+from jaxsimt.machine import EXTRA_OPS, RECENT, Counters, Fault, Machine, State, TermKind, pick_block
 from jaxsimt.program import Imm, Program, recut
 
 FULL = 0xFFFFFFFF
@@ -195,8 +195,7 @@ class ItsMachine(Machine):
         bar = bar & ~cta_done[self.cta_of_warp][:, None]
         # deadlock: live lanes, none ready (waiting at a barrier or held at a warp sync forever)
         dead = ~jnp.any(ready) & jnp.any(live)
-        rec = jnp.asarray([errors.DEADLOCK, -1, 0, 0, 0, 0], jnp.int64).at[5].set(jnp.asarray(wave, jnp.int64))
-        fault = jnp.where(dead & (fault[0] == 0), rec, fault)
+        fault = fault.unless(dead, Fault.of(errors.DEADLOCK, wave))
         groups = pc_groups(pcs, live, NB + 1)
         trace = s.trace
         if trace:
@@ -220,12 +219,11 @@ class ItsMachine(Machine):
         fns = self.branches()
 
         def cond(s: State):
-            return jnp.any(s.stack.pc != self.exit_pc) & (s.fault[0] == 0) & (s.steps < self.options.max_steps)
+            return jnp.any(s.stack.pc != self.exit_pc) & (s.fault.code == errors.NONE) & (s.steps < self.options.max_steps)
 
         s = lax.while_loop(cond, lambda s: self._step(s, wave, dyn, fns), s0)
         live = s.stack.pc != self.exit_pc
-        budget = jnp.asarray([errors.STEP_BUDGET, -1, 0, 0, 0, 0], jnp.int64).at[5].set(jnp.asarray(wave, jnp.int64))
-        fault = jnp.where(jnp.any(live) & (s.fault[0] == 0), budget, s.fault)
+        fault = s.fault.unless(jnp.any(live), Fault.of(errors.STEP_BUDGET, wave))
         counters = Counters(s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
         where = (jnp.where(live, s.stack.pc, -1), pc_groups(s.stack.pc, live, self.NB + 1), s.recent, s.steps)
         return s.gmem, counters, fault, s.steps, s.trace, where

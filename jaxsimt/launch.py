@@ -18,7 +18,7 @@ from jaxsimt.arch import Arch, get_arch
 from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
 from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
 from jaxsimt.its import ItsMachine
-from jaxsimt.machine import MEM_COLUMNS, Dyn, Geometry, Layout, Machine, Options
+from jaxsimt.machine import MEM_COLUMNS, Dyn, Fault, Geometry, Layout, Machine, Options
 from jaxsimt.occupancy import occupancy, registers_limit
 from jaxsimt.program import BRANCH, Program, estimate_registers
 from jaxsimt.templates import COMPILE_BUDGET
@@ -389,7 +389,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
             if devices is not None:
                 from jaxsimt.shard import run_sharded
                 gm, cnt, fault, total_steps = run_sharded(m, gm, dyn, cta_table, devices)
-                if fault[0] != errors.NONE:
+                if fault.code != errors.NONE:
                     raise _fault_error(prog, m, geo, grid, sizes, fault, max_steps, cta_table, default_budget=default_budget)
                 traces = []
             else:
@@ -401,8 +401,8 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                     for wave in range(n_waves):
                         gm, cnt, fault, steps, tr, stuck = m.run_wave(gm, cnt, jnp.int32(wave), dyn, jnp.uint32(0))
                         total_steps += int(steps)
-                        f = np.asarray(fault)
-                        if f[0] != errors.NONE:
+                        f = Fault(*(int(x) for x in fault))
+                        if f.code != errors.NONE:
                             raise _fault_error(prog, m, geo, grid, sizes, f, max_steps, cta_table, stuck,
                                                default_budget=default_budget)
                         if trace:

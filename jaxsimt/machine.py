@@ -110,7 +110,7 @@ class State(NamedTuple):
     divergent: jnp.ndarray  # [I, NB] int64  divergent executions of the block's branch
     max_depth: jnp.ndarray  # [I] int32
     mem: jnp.ndarray  # [I, NI, N_MEM] int64  per-instruction memory counters
-    fault: jnp.ndarray  # [6] int64  (code, pc, warp, lane, address, wave); code 0: none
+    fault: "Fault"  # the wave's first fault (code NONE: none)
     trace: tuple  # () or (block [S] int32, mask [S, W] uint32, sp [S, W] int32)
     recent: jnp.ndarray = None  # [RECENT] int32  block run by the last RECENT steps (ring, index steps % RECENT)
     cache: tuple = ()  # () or rocache.Cache: the read-only/texture cache of each block of the wave
@@ -141,6 +141,28 @@ class TermKind(enum.IntEnum):
 
 _KIND = {FALL: TermKind.FLOW, JUMP: TermKind.FLOW, BRANCH: TermKind.BRANCH, BARRIER: TermKind.BARRIER,
          EXIT: TermKind.EXIT}
+
+
+class Fault(NamedTuple):
+    """The first fault of a wave, as it crosses the loop: what it is (`errors.FaultCode`; NONE: no fault), the
+    pc, warp and lane of the lowest faulting lane, the address (or, for some codes, another number the
+    fault's report shows) and the wave. Each an int64 [] (on the host, after a run: ints)."""
+
+    code: jnp.ndarray
+    pc: jnp.ndarray
+    warp: jnp.ndarray
+    lane: jnp.ndarray
+    address: jnp.ndarray
+    wave: jnp.ndarray
+
+    @staticmethod
+    def of(code, wave, pc=-1, warp=0, lane=0, address=0) -> "Fault":
+        return Fault(*(jnp.asarray(v, jnp.int64) for v in (code, pc, warp, lane, address, wave)))
+
+    def unless(self, cond, other: "Fault") -> "Fault":
+        """`other` where `cond` holds and this records no fault yet; else this (the first fault stays)."""
+        take = cond & (self.code == errors.NONE)
+        return Fault(*(jnp.where(take, b, a) for a, b in zip(self, other)))
 
 
 class Counters(NamedTuple):
@@ -476,19 +498,17 @@ def pick_block(pc, ready, age, n_blocks: int):
     return jnp.where(waited[oldest] > n_blocks, pc[oldest], jnp.argmax(counts)).astype(jnp.int32)
 
 
-def record_fault(fault, code: int, pc, bad, addr, wave):
-    """Keep the first fault: (code, pc, warp, lane, address, wave) of the lowest faulting lane."""
+def record_fault(fault: Fault, code: int, pc, bad, addr, wave) -> Fault:
+    """Keep the first fault: a fault of `code` at the lowest lane of `bad` [W, L], with its address from
+    `addr` (broadcast to [W, L]), unless one is recorded already."""
     L = bad.shape[-1]
 
     def first(_):
         flat = jnp.argmax(bad.reshape(-1))
-        w, lane = flat // L, flat % L
-        return jnp.stack([jnp.int64(code), jnp.asarray(pc, jnp.int64), w.astype(jnp.int64), lane.astype(jnp.int64),
-                          jnp.broadcast_to(addr, bad.shape).reshape(-1)[flat].astype(jnp.int64),
-                          jnp.asarray(wave, jnp.int64)])
+        return Fault.of(code, wave, pc, flat // L, flat % L, jnp.broadcast_to(addr, bad.shape).reshape(-1)[flat])
 
     # the search for the faulting lane runs only when there is a new fault (almost never)
-    return lax.cond(jnp.any(bad) & (fault[0] == 0), first, lambda _: fault, None)
+    return lax.cond(jnp.any(bad) & (fault.code == errors.NONE), first, lambda _: fault, None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -848,8 +868,7 @@ class Machine:
         st = stack.pop_reconverged(st, exited)
         # deadlock: live warps, none ready
         dead = ~jnp.any(ready) & jnp.any(alive)
-        rec = jnp.asarray([errors.DEADLOCK, -1, 0, 0, 0, 0], jnp.int64).at[5].set(jnp.asarray(wave, jnp.int64))
-        fault = jnp.where(dead & (fault[0] == 0), rec, fault)
+        fault = fault.unless(dead, Fault.of(errors.DEADLOCK, wave))
         # barrier release: every unfinished warp of the block waits
         done_or_wait = (~(st.sp > 0) | waiting).reshape(g.ctas_per_wave, g.warps_per_block).all(axis=1)
         waiting = waiting & ~done_or_wait[self.cta_of_warp]
@@ -899,7 +918,7 @@ class Machine:
             stack=stack.init(self.valid_mask(wave, dyn), g.depth, 0, self.exit_pc),
             exited=jnp.zeros((W,), jnp.uint32), waiting=jnp.zeros((W,), bool), steps=jnp.int32(0), zero=zero,
             warp_exec=warp_exec, thread_exec=thread_exec, divergent=divergent, max_depth=max_depth, mem=mem,
-            fault=jnp.zeros((6,), jnp.int64), trace=trace, recent=jnp.full((RECENT,), -1, jnp.int32),
+            fault=Fault.of(errors.NONE, 0, pc=0), trace=trace, recent=jnp.full((RECENT,), -1, jnp.int32),
             age=jnp.zeros((W,), jnp.int32),
             cache=rocache.init(g.ctas_per_wave, self.options.ro_cache) if self.uses_ro_cache else ())
 
@@ -908,12 +927,11 @@ class Machine:
         fns = self.branches()
 
         def cond(s: State):
-            return jnp.any(s.stack.sp > 0) & (s.fault[0] == 0) & (s.steps < self.options.max_steps)
+            return jnp.any(s.stack.sp > 0) & (s.fault.code == errors.NONE) & (s.steps < self.options.max_steps)
 
         s = lax.while_loop(cond, lambda s: self._step(s, wave, dyn, fns), s0)
         unfinished = jnp.any(s.stack.sp > 0)
-        budget = jnp.asarray([errors.STEP_BUDGET, -1, 0, 0, 0, 0], jnp.int64).at[5].set(jnp.asarray(wave, jnp.int64))
-        fault = jnp.where(unfinished & (s.fault[0] == 0), budget, s.fault)
+        fault = s.fault.unless(unfinished, Fault.of(errors.STEP_BUDGET, wave))
         counters = Counters(s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
         top_pc, _, _ = stack.top(s.stack)
         return s.gmem, counters, fault, s.steps, s.trace, (jnp.where(s.stack.sp > 0, top_pc, -1), s.stack.sp,

@@ -67,21 +67,22 @@ def _sharded_runner(m, devs: list, waves_per_device: int):
     mesh = Mesh(np.array(devs), (AXIS,))
     k = waves_per_device
 
-    from jaxsimt.machine import Counters
+    from jaxsimt import errors
+    from jaxsimt.machine import Counters, Fault
 
     def per_device(gmem, dyn, zero):
         first = lax.axis_index(AXIS) * k
 
         def cond(c):
             i, _, _, fault, _ = c
-            return (i < k) & (fault[0] == 0)
+            return (i < k) & (fault.code == errors.NONE)
 
         def body(c):
             i, g, cnt, _, steps = c
             g, cnt, fault, st, _, _ = m._run_wave(g, cnt, first + i, dyn, zero)
             return i + 1, g, cnt, fault, steps + st.astype(jnp.int64)
 
-        c0 = (jnp.int32(0), gmem, m.zero_counters(), jnp.zeros((6,), jnp.int64), jnp.int64(0))
+        c0 = (jnp.int32(0), gmem, m.zero_counters(), Fault.of(errors.NONE, 0, pc=0), jnp.int64(0))
         _, g, cnt, fault, steps = lax.while_loop(cond, body, c0)
         merged = gmem + lax.psum(g - gmem, AXIS)  # uint32: wraps modulo 2^32
         warp_exec, thread_exec, divergent, max_depth, mem = cnt
@@ -97,8 +98,10 @@ def _sharded_runner(m, devs: list, waves_per_device: int):
 
 
 def run_sharded(m, gmem, dyn, cta_table: np.ndarray, devices):
-    """Run every wave of a launch over `devices`. Returns (gmem, counters, first fault [6] numpy,
-    total steps), as the single-device loop over waves would."""
+    """Run every wave of a launch over `devices`. Returns (gmem, counters, the first fault (`machine.Fault` of
+    ints), total steps), as the single-device loop over waves would."""
+    from jaxsimt.machine import Fault
+
     check_mergeable(m.program)
     devs = resolve_devices(devices)
     cpw = m.geo.ctas_per_wave
@@ -111,7 +114,7 @@ def run_sharded(m, gmem, dyn, cta_table: np.ndarray, devices):
     rep = jax.sharding.NamedSharding(mesh, PartitionSpec())
     args = jax.device_put((gmem, dyn._replace(ctas=jnp.asarray(table)), jnp.uint32(0)), rep)
     g, cnt, faults, steps = fn(*args)
-    faults = np.asarray(faults)  # [devices, 6]: each device's first fault; devices run waves in order
-    hit = np.nonzero(faults[:, 0])[0]
-    fault = faults[hit[0]] if hit.size else faults[0]
+    faults = [np.asarray(x) for x in faults]  # each field [devices]: each device's first fault, in wave order
+    hit = np.nonzero(faults[0])[0]
+    fault = Fault(*(int(x[hit[0] if hit.size else 0]) for x in faults))
     return g, cnt, fault, int(steps)
