@@ -189,6 +189,11 @@ def gemm_stats(rung, kernel, M: int, N: int, K: int, arch="h200", args=None, lau
     return stats, per_instr, classes
 
 
+# per-instruction columns that add up over blocks (the rest describe the instruction)
+_SUMMED_COLUMNS = ("warp_exec", "thread_exec", "divergent", "requests", "sectors", "lines", "wavefronts",
+                   "bank_conflicts", "bytes")
+
+
 def combine(runs, counts, grid, steps=None):
     """The full launch's (stats, per_instruction) from one run per class of identical blocks (`runs`:
     LaunchResults of one block each, `counts`: blocks per class). `steps`: the emulator's steps when the
@@ -203,15 +208,12 @@ def combine(runs, counts, grid, steps=None):
             # emulator__steps: the steps actually emulated (one block per class), not scaled
             total[k] = total.get(k, 0) + v * (1 if k == "emulator__steps" else count)
         depth = max(depth, r.stats["max_stack_depth"])
-        rows = [{k: (v * count if k in ("warp_exec", "thread_exec", "requests", "sectors", "lines", "wavefronts",
-                                         "bank_conflicts", "bytes") else v) for k, v in row.items()}
-                for row in r.per_instruction]
+        rows = [{k: (v * count if k in _SUMMED_COLUMNS else v) for k, v in row.items()} for row in r.per_instruction]
         if per_instr is None:
             per_instr = rows
         else:
             for acc, row in zip(per_instr, rows):
-                for k in ("warp_exec", "thread_exec", "requests", "sectors", "lines", "wavefronts", "bank_conflicts",
-                          "bytes"):
+                for k in _SUMMED_COLUMNS:
                     if k in row:
                         acc[k] += row[k]
         static = {k: v for k, v in r.stats.items() if k.startswith(("launch__", "active_")) or k in (
