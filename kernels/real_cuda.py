@@ -5,7 +5,8 @@ the same PTX) and jaxsimt run exactly the same launches. numpy only: the H200 si
 A backend provides:
     array(a) -> buffer            a device buffer holding a copy of numpy array `a`
     at(buffer, offset) -> arg     a pointer argument `offset` elements into `buffer`
-    launch(name, grid, block, args)   args: buffers, at(...) pointers, numpy scalars
+    launch(name, grid, block, args, smem=0)   args: buffers, at(...) pointers, numpy scalars; smem: bytes of
+                                  dynamic shared memory
     get(buffer) -> numpy array    the buffer's current contents
     set_constant(symbol, a)       cudaMemcpyToSymbol of numpy array `a` into module variable `symbol`
 
@@ -149,6 +150,7 @@ class JaxsimtBackend:
         self.module = P.load_module(self.ptx)
         self.constants: dict = {}
         self.kw = launch_kwargs
+        self.launches: list = []  # (kernel, stats) of every launch so far, in order
 
     def array(self, a):
         return np.array(a)
@@ -162,11 +164,12 @@ class JaxsimtBackend:
     def get(self, buf):
         return buf.copy()
 
-    def launch(self, name, grid, block, args):
+    def launch(self, name, grid, block, args, smem=0):
         kw = dict(self.kw)
         if self.constants:
             kw["constants"] = dict(self.constants)
-        res = self.P.launch(self.ptx, name, grid, block, list(args), **kw)
+        res = self.P.launch(self.ptx, name, grid, block, list(args), dynamic_smem=int(smem), **kw)
+        self.launches.append((name, res.stats))
         names = [p.name for p in self.module.function(name).params]
         for pname, a in zip(names, args):
             buf = a[0] if isinstance(a, tuple) else a
