@@ -307,7 +307,7 @@ class _Lowerer:
                 uses[t[2].index] = uses.get(t[2].index, 0) + 1
         for blk in self.blocks:
             instrs = blk[1]
-            out, dead = list(instrs), set()
+            out, dead, fused = list(instrs), set(), set()  # fused: adds that already took a product
             for i, mul in enumerate(instrs):
                 if mul.op != "mul" or id(mul) not in self.contractible or uses.get(mul.dst[0].index) != 1:
                     continue
@@ -317,10 +317,13 @@ class _Lowerer:
                     nxt = instrs[j]
                     reads = [k for k, r in enumerate(nxt.src) if isinstance(r, Reg) and r.index == d.index]
                     if reads:
+                        # a*b - c*d takes one product (the first in program order) into its fma; the
+                        # other stays a plain mul
                         if (nxt.op in ("add", "sub") and id(nxt) in self.contractible and len(reads) == 1
-                                and nxt.attr("type") == mul.attr("type") and j not in dead):
+                                and nxt.attr("type") == mul.attr("type") and j not in fused):
                             out[j] = self._fused(mul, nxt, reads[0])
                             dead.add(i)
+                            fused.add(j)
                         break
                     if any(r.index in watch for r in nxt.dst):
                         break

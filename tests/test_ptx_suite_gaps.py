@@ -63,3 +63,17 @@ def test_atomic_inc_dec_wrap_in_thread_order():
     # inc: ((old >= 5) ? 0 : old + 1) from 3; dec: ((old == 0) | (old > 7)) ? 7 : old - 1 from 2
     assert words.tolist() == [(3 + n) % 6, (2 - n) % 8]
     assert sorted(old.tolist()) == sorted(((3 + k) % 6) for k in range(n))
+
+
+def test_two_products_into_one_sub_fuse_one():
+    """p - q of two plain products: one fma (the first product, in program order) and one rounded
+    product; before, both were fused into the same sub and the first product was lost."""
+    a = np.random.default_rng(1).uniform(-2, 2, 256).astype(np.float32)
+    r = _run("two_products", 1, 32, [a, np.zeros(64, np.float32)])
+    o = r.outputs["two_products_param_1"]
+    f64 = a.astype(np.float64)
+    q = (a[64:96] * a[96:128]).astype(np.float64)  # rounded to f32 by the multiply
+    want = (f64[:32] * f64[32:64] - q).astype(np.float32)  # fma: one rounding of the exact a*b - q
+    np.testing.assert_array_equal(o[:32], want)
+    s = (a[192:224] * a[224:256]).astype(np.float64)
+    np.testing.assert_array_equal(o[32:], (f64[128:160] * f64[160:192] + s).astype(np.float32))
