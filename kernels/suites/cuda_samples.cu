@@ -242,11 +242,13 @@ extern "C" __global__ void reduce7_shfl(const float* g_idata, float* g_odata, un
   for (int offset = warpSize / 2; offset > 0; offset /= 2) mySum += __shfl_down_sync(mask, mySum, offset);
   if ((tid % warpSize) == 0) fdata[tid / warpSize] = mySum;
   __syncthreads();
+  // The sample shuffles under the ballot of the first shmem_extent lanes, so for shmem_extent < 32 its
+  // shuffles read lanes outside their mask (undefined in CUDA); here the first warp shuffles under the
+  // full mask with zeros beyond shmem_extent.
   const unsigned int shmem_extent = blockDim.x / warpSize;
-  const unsigned int ballot_result = __ballot_sync(mask, tid < shmem_extent);
-  if (tid < shmem_extent) {
-    mySum = fdata[tid];
-    for (int offset = warpSize / 2; offset > 0; offset /= 2) mySum += __shfl_down_sync(ballot_result, mySum, offset);
+  if (tid < warpSize) {
+    mySum = tid < shmem_extent ? fdata[tid] : 0.0f;
+    for (int offset = warpSize / 2; offset > 0; offset /= 2) mySum += __shfl_down_sync(mask, mySum, offset);
   }
   if (tid == 0) g_odata[blockIdx.x] = mySum;
 }

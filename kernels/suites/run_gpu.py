@@ -9,6 +9,7 @@ DIR/suites_runs.json   per case: launches (kernel, grid, block, smem), wall seco
 DIR/suites_ncu.csv     suite, case, launch, kernel, metric, value (one row per profiled launch and metric)
 DIR/suites_env.json    device, driver, runtime, cupy, ncu version, timings of each stage
 DIR/sanitizer.txt      compute-sanitizer's report of `srad_v2_rodinia_loads`
+DIR/sass/              ptxas -v report and cuobjdump -sass of each suite's PTX (the machine code ncu counts)
 
 `--replay SUITE` (used under ncu) runs one suite's cases and nothing else; `--backend jaxsimt` runs the same
 plumbing on the emulator (no GPU) to check the script.
@@ -43,10 +44,12 @@ METRICS = (
     "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum",
     "smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "smsp__sass_branch_targets.sum",
-    "smsp__sass_branch_targets_threads_divergent.sum", "launch__registers_per_thread",
-    "launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic", "launch__grid_size",
-    "launch__block_size", "sm__maximum_warps_per_active_cycle_pct", "gpu__time_duration.sum",
+    "smsp__sass_branch_targets_threads_divergent.sum", "gpu__time_duration.sum",
 )
+# reported by ncu's LaunchStats and Occupancy sections (not requestable one by one)
+SECTION_METRICS = ("launch__registers_per_thread", "launch__shared_mem_per_block_static",
+                   "launch__shared_mem_per_block_dynamic", "launch__grid_size", "launch__block_size",
+                   "sm__maximum_warps_per_active_cycle_pct")
 SANITIZER_CASE = ("rodinia", "srad_v2_rodinia_loads")
 
 
@@ -127,7 +130,7 @@ def parse_ncu(csv_text):
     out = []
     for r in sorted(data, key=lambda r: int(r[col["ID"]]) if r[col["ID"]].isdigit() else 0):
         vals = {}
-        for m in METRICS:
+        for m in METRICS + SECTION_METRICS:
             if m in col:
                 v = r[col[m]].replace(",", "")
                 try:
@@ -142,7 +145,7 @@ def parse_ncu(csv_text):
 def ncu_suite(suite, ncu, runs, work, timeout):
     """Profile one suite's cases (one ncu process) and match its launches to the cases' launch logs."""
     cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--replay-mode", "kernel",
-           "--metrics", ",".join(METRICS), "--csv", "--page", "raw", "--print-units", "base",
+           "--section", "LaunchStats", "--section", "Occupancy", "--metrics", ",".join(METRICS), "--csv", "--page", "raw", "--print-units", "base",
            "--log-file", os.path.join(work, f"{suite}.ncu-log.txt"),
            sys.executable, os.path.abspath(__file__), "--replay", suite]
     t0 = time.time()
@@ -235,6 +238,25 @@ def main(argv=None):
                 w = csv.writer(f)
                 w.writerow(["suite", "case", "launch", "kernel", "metric", "value"])
                 w.writerows(rows)
+    ptxas, cuobjdump = shutil.which("ptxas"), shutil.which("cuobjdump")
+    if "sass" not in skip and ptxas and cuobjdump and a.backend == "cupy":
+        os.makedirs(os.path.join(a.out, "sass"), exist_ok=True)
+        env["sass"] = {}
+        for s in suites:
+            mod = importlib.import_module(f"suites.{s}")
+            cubin = os.path.join(a.out, "sass", f"{s}.cubin")
+            try:
+                p = subprocess.run([ptxas, "-arch=sm_90", "-O3", "-v", os.path.join(HERE, mod.PTX), "-o", cubin],
+                                   capture_output=True, text=True, timeout=120)
+                with open(os.path.join(a.out, "sass", f"{s}.ptxas.txt"), "w") as f:
+                    f.write(p.stdout + p.stderr)
+                q = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, timeout=120)
+                with open(os.path.join(a.out, "sass", f"{s}.sass"), "w") as f:
+                    f.write(q.stdout)
+                os.remove(cubin)
+                env["sass"][s] = "ok"
+            except Exception as e:  # noqa: BLE001
+                env["sass"][s] = repr(e)
     san = shutil.which("compute-sanitizer") or ("/usr/local/cuda/bin/compute-sanitizer"
                                                 if os.path.exists("/usr/local/cuda/bin/compute-sanitizer") else None)
     if "sanitizer" not in skip and san and a.backend == "cupy" and time.time() < deadline - 30:
