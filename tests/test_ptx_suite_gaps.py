@@ -4,6 +4,7 @@ and atom.inc / atom.dec on one contended word, each against numpy."""
 import os
 
 import numpy as np
+import pytest
 
 import jaxsimt.ptx as P
 
@@ -77,3 +78,11 @@ def test_two_products_into_one_sub_fuse_one():
     np.testing.assert_array_equal(o[:32], want)
     s = (a[192:224] * a[224:256]).astype(np.float64)
     np.testing.assert_array_equal(o[32:], (f64[128:160] * f64[160:192] + s).astype(np.float32))
+
+
+def test_texture_fetch_is_refused_by_name_and_line():
+    """Rodinia's kmeans and SHOC's spmv read through textures; the corpus reads the same addresses with
+    plain loads, and a `tex` instruction is refused naming the instruction and its line."""
+    path = os.path.join(os.path.dirname(__file__), "data", "ptx", "texture_fetch.ptx")
+    with pytest.raises(P.PtxUnsupportedError, match=r"texture_fetch.ptx:45.*tex\.1d\.v4\.f32\.s32"):
+        P.launch(path, "tex_fetch", 1, 32, [np.uint64(1), np.zeros(32, np.float32), np.int32(32)])

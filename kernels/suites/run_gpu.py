@@ -260,7 +260,9 @@ def main(argv=None):
     san = shutil.which("compute-sanitizer") or ("/usr/local/cuda/bin/compute-sanitizer"
                                                 if os.path.exists("/usr/local/cuda/bin/compute-sanitizer") else None)
     if "sanitizer" not in skip and san and a.backend == "cupy" and time.time() < deadline - 30:
-        code = ("import sys; sys.argv=['x']; sys.path.insert(0, %r); import run_gpu as r; "
+        # no memory pool: every buffer its own cudaMalloc, so reads outside a buffer are outside any allocation
+        code = ("import sys; sys.argv=['x']; sys.path.insert(0, %r); import cupy; cupy.cuda.set_allocator(None); "
+                "import run_gpu as r; "
                 "r.run_suite(%r, r.CupyBackend, [%r])" % (HERE, SANITIZER_CASE[0], SANITIZER_CASE[1]))
         try:
             p = subprocess.run([san, "--tool", "memcheck", "--print-limit", "8", sys.executable, "-c", code],
