@@ -41,6 +41,17 @@ def _done(raw):
         return {(d["suite"], d["case"]): d for d in map(json.loads, f)}
 
 
+def _kernel_seconds(first, steady) -> dict:
+    """{kernel: [seconds of its first launch in the first run, median seconds of its launches in the
+    second run]}: the first call (compilation included) and the steady state of each kernel."""
+    out: dict = {}
+    for (k, _), t in zip(first.launches, first.launch_seconds):
+        out.setdefault(k, [round(t, 3), []])
+    for (k, _), t in zip(steady.launches, steady.launch_seconds):
+        out[k][1].append(t)
+    return {k: [v[0], round(statistics.median(v[1]), 4) if v[1] else None] for k, v in out.items()}
+
+
 def cmd_run(a):
     os.makedirs(a.raw, exist_ok=True)
     done = _done(a.raw)
@@ -56,7 +67,8 @@ def cmd_run(a):
                        reference=first.reference_ok,
                        same_twice=all(np.array_equal(first.outputs[k], steady.outputs[k]) for k in first.outputs),
                        launches=[[k, {m: float(v) for m, v in st.items() if isinstance(v, (int, float, np.number))}]
-                                 for k, st in first.launches])
+                                 for k, st in first.launches],
+                       kernel_s=_kernel_seconds(first, steady))
             np.savez_compressed(os.path.join(a.raw, f"{suite}.{case}.npz"), **first.outputs)
         except Exception as e:  # noqa: BLE001 - recorded: the stage this case reached
             rec.update(error=f"{type(e).__name__}: {e}"[:1500], traceback=traceback.format_exc()[-1500:])

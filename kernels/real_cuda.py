@@ -143,14 +143,17 @@ class JaxsimtBackend:
 
     def __init__(self, ptx_path=None, **launch_kwargs):
         import os
+        import time
 
         import jaxsimt.ptx as P
+        self.time = time
         self.P = P
         self.ptx = ptx_path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "ptx", "real_cuda.ptx")
         self.module = P.load_module(self.ptx)
         self.constants: dict = {}
         self.kw = launch_kwargs
         self.launches: list = []  # (kernel, stats) of every launch so far, in order
+        self.seconds: list = []  # wall seconds of each of those launches (compilation included)
 
     def array(self, a):
         return np.array(a)
@@ -168,7 +171,9 @@ class JaxsimtBackend:
         kw = dict(self.kw)
         if self.constants:
             kw["constants"] = dict(self.constants)
+        t0 = self.time.perf_counter()
         res = self.P.launch(self.ptx, name, grid, block, list(args), dynamic_smem=int(smem), **kw)
+        self.seconds.append(self.time.perf_counter() - t0)
         self.launches.append((name, res.stats))
         names = [p.name for p in self.module.function(name).params]
         for pname, a in zip(names, args):

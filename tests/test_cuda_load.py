@@ -29,6 +29,7 @@ def test_load_file_and_launch():
     np.testing.assert_array_equal(r.outputs["vector_add_param_2"], a + b)
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_load_source_text_and_compile_error():
     m = cuda.load('extern "C" __global__ void twice(int* a) { a[threadIdx.x] *= 2; }\n')
@@ -38,6 +39,7 @@ def test_load_source_text_and_compile_error():
         cuda.load("this is not CUDA\n")
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_cli_runs_a_cu_file(capsys):
     assert cli.main(["run", SRC, "--grid", "2", "--block", "128", "--arg", "f32[256]:ones", "--arg", "f32[256]:ones",

@@ -28,6 +28,7 @@ def test_redux_all_operations_per_warp():
         assert got[w].tolist() == [int(v) for v in want]
 
 
+@pytest.mark.slow
 def test_redux_covers_the_active_lanes_only():
     u = np.arange(1, 33, dtype=np.uint32) * 3
     r = _run("redux_partial", 1, 32, [u, np.zeros(32, np.uint32), np.zeros(32, np.uint32)])
@@ -37,6 +38,7 @@ def test_redux_covers_the_active_lanes_only():
     assert (mask[odd] == sum(1 << i for i in range(32) if odd[i])).all()
 
 
+@pytest.mark.slow
 def test_match_any_and_all():
     v = (np.arange(32) % 5).astype(np.uint32)
     v64 = (np.arange(32) // 8).astype(np.uint64) << np.uint64(40)
@@ -52,11 +54,13 @@ def test_match_any_and_all():
     assert (r.outputs["match_sync_param_3"] == 0xFFFFFFFF).all() and (r.outputs["match_sync_param_4"] == 1).all()
 
 
+@pytest.mark.slow
 def test_warp_size_constant():
     r = _run("warp_size_lanes", 1, 64, [np.zeros(64, np.uint32)])
     assert r.outputs["warp_size_lanes_param_0"].tolist() == [t % 32 + 3200 for t in range(64)]
 
 
+@pytest.mark.slow
 def test_atomic_inc_dec_wrap_in_thread_order():
     n = 2 * 64
     r = _run("inc_dec", 2, 64, [np.array([3, 2], np.uint32), np.zeros(n, np.uint32)])

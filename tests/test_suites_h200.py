@@ -14,7 +14,7 @@ from jaxsimt.kernels import suites as S
 from jaxsimt.kernels.suites import harness as H
 
 QUICK = {("cuda_samples", "vectorAdd"), ("cuda_samples", "simpleCooperativeGroups"), ("cuda_samples", "BlackScholes"),
-         ("rodinia", "nn"), ("shoc", "triad")}
+         ("shoc", "triad")}
 
 # (suite, case, output) whose elements differ from the H200's, with the reason
 OUTPUT_DIFFS: dict = {}

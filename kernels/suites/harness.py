@@ -43,6 +43,7 @@ class CaseRun:
     launches: list
     seconds: float
     reference_ok: dict = field(default_factory=dict)
+    launch_seconds: list = field(default_factory=list)  # wall seconds of each launch
 
 
 def run(suite: str, case: str, **launch_kwargs) -> CaseRun:
@@ -54,7 +55,8 @@ def run(suite: str, case: str, **launch_kwargs) -> CaseRun:
     dt = time.perf_counter() - t0
     tol = mod.TOLERANCE.get(case, 0)
     ok = {k: S.close(out[k], ref[k], tol) for k in ref}
-    return CaseRun(suite, case, {k: np.asarray(v) for k, v in out.items()}, ref, list(be.launches), dt, ok)
+    return CaseRun(suite, case, {k: np.asarray(v) for k, v in out.items()}, ref, list(be.launches), dt, ok,
+                   list(be.seconds))
 
 
 @functools.lru_cache(maxsize=None)
