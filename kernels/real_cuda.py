@@ -139,9 +139,10 @@ def run_all(backend) -> dict:
 class JaxsimtBackend:
     """The backend on jaxsimt: buffers are host numpy arrays, each launch is one `jaxsimt.ptx.launch` of
     the committed PTX whose buffers are written back from the result (`result[name]` of a pointer
-    parameter is the whole buffer it points into)."""
+    parameter is the whole buffer it points into). regs_of: {kernel: registers per thread} passed as
+    `regs=` (ptxas's count, for occupancy); other keywords go to every launch."""
 
-    def __init__(self, ptx_path=None, **launch_kwargs):
+    def __init__(self, ptx_path=None, regs_of=None, **launch_kwargs):
         import os
         import time
 
@@ -152,6 +153,7 @@ class JaxsimtBackend:
         self.module = P.load_module(self.ptx)
         self.constants: dict = {}
         self.kw = launch_kwargs
+        self.regs_of = dict(regs_of or {})  # {kernel: registers per thread} (ptxas's report) for occupancy
         self.launches: list = []  # (kernel, stats) of every launch so far, in order
         self.seconds: list = []  # wall seconds of each of those launches (compilation included)
 
@@ -169,6 +171,8 @@ class JaxsimtBackend:
 
     def launch(self, name, grid, block, args, smem=0):
         kw = dict(self.kw)
+        if name in self.regs_of:
+            kw.setdefault("regs", self.regs_of[name])
         if self.constants:
             kw["constants"] = dict(self.constants)
         t0 = self.time.perf_counter()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 
 import numpy as np
 
@@ -30,6 +31,21 @@ def module(suite: str):
 
 def ptx_path(suite: str) -> str:
     return os.path.join(HERE, f"{suite}.ptx")
+
+
+def ptxas_registers(suite: str) -> dict:
+    """{kernel: registers per thread} from ptxas's report of the suite's PTX (kernels/suites/<suite>.ptxas.txt,
+    written by regen.sh with the ptxas of the CUDA that compiled the PTX)."""
+    out, name = {}, None
+    with open(os.path.join(HERE, f"{suite}.ptxas.txt")) as f:
+        for line in f:
+            m = re.search(r"Compiling entry function '([^']+)'", line)
+            if m:
+                name = m.group(1)
+            m = re.search(r"Used (\d+) registers", line)
+            if m and name:
+                out[name] = int(m.group(1))
+    return out
 
 
 def programs() -> list:

@@ -3,7 +3,8 @@ outputs (bit for bit) and counters (per kernel, summed over the case's launches)
 truth in jaxsimt/data/h200/suites/ (kernels/suites/run_gpu.py wrote it on an H200).
 
 Counters compared exactly (`EXACT`): global load/store requests and sectors, shared load/store wavefronts
-and bank conflicts, registers per thread and theoretical occupancy. Reported beside them (`INFO`): warp
+and bank conflicts, registers per thread (ptxas's report of the PTX, kernels/suites/*.ptxas.txt, passed as
+`regs=`: the H200 checks that the driver's ptxas agrees) and theoretical occupancy. Reported beside them (`INFO`): warp
 and thread instructions and divergent branch targets, which ncu counts on the SASS that ptxas makes of the
 PTX and jaxsimt on the PTX itself (docs/suites.md says where and why they differ).
 """
@@ -49,7 +50,7 @@ class CaseRun:
 def run(suite: str, case: str, **launch_kwargs) -> CaseRun:
     """Run `case` of `suite` through its host driver on jaxsimt (keywords go to every `jaxsimt.ptx.launch`)."""
     mod = S.module(suite)
-    be = JaxsimtBackend(S.ptx_path(suite), **launch_kwargs)
+    be = JaxsimtBackend(S.ptx_path(suite), regs_of=S.ptxas_registers(suite), **launch_kwargs)
     t0 = time.perf_counter()
     out, ref = mod.run(be, case)
     dt = time.perf_counter() - t0
