@@ -11,7 +11,8 @@ DIR/suites_env.json    device, driver, runtime, cupy, ncu version, timings of ea
 DIR/sanitizer.txt      compute-sanitizer's report of `srad_v2_rodinia_loads`
 DIR/sass/              ptxas -v report and cuobjdump -sass of each suite's PTX (the machine code ncu counts)
 
-`--replay SUITE` (used under ncu) runs one suite's cases and nothing else; `--backend jaxsimt` runs the same
+`--reparse DIR` rewrites DIR/suites_ncu.csv from the ncu logs (no GPU); `--replay SUITE` (used under ncu)
+runs one suite's cases and nothing else; `--backend jaxsimt` runs the same
 plumbing on the emulator (no GPU) to check the script.
 """
 from __future__ import annotations
@@ -154,7 +155,18 @@ def ncu_suite(suite, ncu, runs, work, timeout):
         text, rc = p.stdout, p.returncode
     except subprocess.TimeoutExpired as e:
         text, rc = (e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout) or "", "timeout"
+    log = os.path.join(work, f"{suite}.ncu-log.txt")
     prof = parse_ncu(text)
+    if not prof and os.path.exists(log):  # with --log-file, ncu writes its results there too
+        with open(log, errors="replace") as f:
+            prof = parse_ncu(f.read())
+    rows, info = match_launches(suite, prof, runs)
+    info.update(rc=rc, seconds=round(time.time() - t0, 1))
+    return rows, info
+
+
+def match_launches(suite, prof, runs):
+    """ncu's profiled launches matched in order to the cases' launch logs: rows for suites_ncu.csv."""
     order = [(case, i, l["kernel"]) for case, rec in runs.items() for i, l in enumerate(rec.get("launches", []))]
     rows, mismatched = [], 0
     for k, (_, kname, vals) in enumerate(prof):
@@ -165,8 +177,26 @@ def ncu_suite(suite, ncu, runs, work, timeout):
             mismatched += 1
         for m, v in vals.items():
             rows.append([suite, case, i, kernel, m, v])
-    return rows, {"rc": rc, "seconds": round(time.time() - t0, 1), "profiled": len(prof), "launches": len(order),
-                  "name_mismatches": mismatched}
+    return rows, {"profiled": len(prof), "launches": len(order), "name_mismatches": mismatched}
+
+
+def reparse(folder):
+    """Rewrite DIR/suites_ncu.csv from the ncu logs and DIR/suites_runs.json of a collection (no GPU)."""
+    with open(os.path.join(folder, "suites_runs.json")) as f:
+        all_runs = json.load(f)
+    rows, info = [], {}
+    for s in all_runs:
+        log = os.path.join(folder, f"{s}.ncu-log.txt")
+        if not os.path.exists(log):
+            continue
+        with open(log, errors="replace") as f:
+            r, info[s] = match_launches(s, parse_ncu(f.read()), all_runs[s])
+        rows += r
+    with open(os.path.join(folder, "suites_ncu.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["suite", "case", "launch", "kernel", "metric", "value"])
+        w.writerows(rows)
+    return info
 
 
 def main(argv=None):
@@ -178,7 +208,11 @@ def main(argv=None):
     ap.add_argument("--backend", default="cupy", choices=("cupy", "jaxsimt"))
     ap.add_argument("--cases", default=None, help="comma-separated case names (with --backend jaxsimt checks)")
     ap.add_argument("--deadline", type=float, default=400.0, help="seconds from start for the whole collection")
+    ap.add_argument("--reparse", metavar="DIR", help="rewrite DIR/suites_ncu.csv from DIR's ncu logs and exit")
     a = ap.parse_args(argv)
+    if a.reparse:
+        print(json.dumps(reparse(a.reparse)))
+        return 0
     backend_cls = CupyBackend if a.backend == "cupy" else EmulatorBackend
     S = suites_pkg()
     if a.replay:  # under ncu: the launches only
@@ -225,7 +259,8 @@ def main(argv=None):
         except Exception as e:  # noqa: BLE001
             env["ncu_version"] = repr(e)
         rows, env["ncu"] = [], {}
-        for s in suites:
+        # fewest launches first: a deadline cuts the largest suite, not several small ones
+        for s in sorted(suites, key=lambda s: sum(len(r.get("launches", [])) for r in all_runs[s].values())):
             left = deadline - 40 - time.time()
             if left < 20:
                 env["ncu"][s] = "skipped: deadline"
