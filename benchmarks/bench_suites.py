@@ -6,7 +6,10 @@ call, compiles included; then steady state), its outputs checked against numpy a
     python benchmarks/bench_suites.py report [--raw DIR]                         # compare, table + JSON
 
 `run` appends to DIR/raw.jsonl (one line per case: timings, per-launch stats) and DIR/<suite>.<case>.npz
-(outputs), skipping cases already there, so it can be resumed. `report` writes
+(outputs), skipping cases already there, so it can be resumed; one process per case gives every case a
+fresh first call (and one long process runs out of memory for compiled machines):
+    for c in $(python -c "from jaxsimt.kernels import suites as S; print(*[f'{s}.{c}' for s, c in S.programs()])");
+    do python benchmarks/bench_suites.py run --cases $c; done `report` writes
 benchmarks/results/suites_cpu.json and prints the markdown table of docs/suites.md. Timings are wall
 seconds on whatever machine runs it (say which, and how loaded, when you quote them).
 """
@@ -123,6 +126,7 @@ def report(raw=DEFAULT_RAW) -> dict:
         row.update(stage="counters" if equal and exact and all(x.ok for x in exact) else
                    "result" if equal else "run",
                    kernels=kern, launches=len(d["launches"]), first_s=d["first_s"], steady_s=d["steady_s"],
+                   kernel_s=d.get("kernel_s", {}),
                    numpy_ok=all(d["reference"].values()), h200_equal=equal,
                    outputs_differ={k: v for k, v in agree.items() if v[0] != v[1]},
                    counters_exact=f"{sum(x.ok for x in exact)}/{len(exact)}",
@@ -153,12 +157,25 @@ def markdown(rep: dict) -> str:
     return "\n".join(lines)
 
 
+def markdown_kernels(rep: dict) -> str:
+    """Per kernel: seconds of its first launch in a fresh process (compilation included) and the median of
+    its launches when the program runs again in the same process."""
+    lines = ["| suite | program | kernel | first launch s | steady s |", "|---|---|---|---|---|"]
+    for c in rep["cases"]:
+        for k, (first, steady) in c.get("kernel_s", {}).items():
+            lines.append(f"| {c['suite']} | {c['case']} | {k} | {first:.1f} | {steady:.3f} |")
+    return "\n".join(lines)
+
+
 def cmd_report(a):
     rep = report(a.raw)
     os.makedirs(os.path.join(ROOT, "benchmarks", "results"), exist_ok=True)
     with open(os.path.join(ROOT, "benchmarks", "results", "suites_cpu.json"), "w") as f:
         json.dump(rep, f, indent=1)
     print(markdown(rep))
+    if a.kernels:
+        print()
+        print(markdown_kernels(rep))
     e, i = rep["pairs"]["exact"], rep["pairs"]["info"]
     print(f"\nkernels {rep['kernels']}; exact counter pairs equal {e[0]}/{e[1]}; instruction/branch pairs equal "
           f"{i[0]}/{i[1]}; first call median {rep['first_s_median']} s, max {rep['first_s_max']} s")
@@ -172,6 +189,7 @@ def main(argv=None):
     r.add_argument("--raw", default=DEFAULT_RAW)
     p = sub.add_parser("report")
     p.add_argument("--raw", default=DEFAULT_RAW)
+    p.add_argument("--kernels", action="store_true", help="also the per-kernel timing table")
     a = ap.parse_args(argv)
     (cmd_run if a.cmd == "run" else cmd_report)(a)
 
