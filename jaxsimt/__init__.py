@@ -12,7 +12,7 @@ if not _os.path.isdir(_os.path.join(_here, "kernels")) and _os.path.isfile(
         _os.path.join(_source_checkout, "kernels", "__init__.py")):
     __path__.append(_source_checkout)  # type: ignore[name-defined]
 
-from jaxsimt import arch  # noqa: E402
+from jaxsimt import arch, cuda  # noqa: E402  (cuda: jaxsimt.cuda.load of .cu sources)
 from jaxsimt.arch import ARCHS, Arch, get_arch
 from jaxsimt.dsl import (
     FULL_MASK, Const, Kernel, KernelTraceError, Ptr, Value, Var, all_sync, any_sync, ballot_sync, blockDim, blockIdx,

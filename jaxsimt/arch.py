@@ -157,6 +157,9 @@ class Arch:
     # the largest `.local` frame of one thread (CUDA's per-thread local memory limit: 512 KiB from compute
     # capability 2.0 on, 16 KiB on 1.x)
     max_local_bytes_per_thread: int = 512 * 1024
+    # the fewest registers per thread the driver gives a kernel (ncu's launch__registers_per_thread is
+    # max(ptxas's count, this) for all 104 suite-corpus kernels measured on the H200; 1: no minimum known)
+    min_registers_per_thread: int = 1
 
     @property
     def max_shared_carveout(self) -> int:
@@ -309,6 +312,7 @@ _HOPPER_COMMON = dict(
     register_alloc_unit=256,
     register_alloc_per="warp",
     warp_alloc_granularity=4,
+    min_registers_per_thread=16,
     shared_mem_per_sm=233472,  # 228 KB carve-out maximum
     shared_mem_per_block=49152,
     shared_mem_per_block_optin=232448,  # 227 KB

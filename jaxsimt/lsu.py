@@ -204,14 +204,19 @@ def atomic(words, widx, active, aop: str, dtype: DType, operands):
     ops = [o.reshape(-1)[order].astype(dtype.np_dtype) for o in operands]
     v = ops[0]
 
-    if aop == "cas" or (aop == "add" and dtype.is_float):
-        # Sequential within each address (float rounding and compare-and-swap depend on order).
+    if aop in ("cas", "inc", "dec") or (aop == "add" and dtype.is_float):
+        # Sequential within each address (float rounding, compare-and-swap and the wrapping inc/dec depend
+        # on order).
         def body(cur, x):
             start, first_value, operand, new_value, act = x
             cur = jnp.where(start, first_value, cur)
             old = cur
             if aop == "cas":  # operand: the compare value
                 new = jnp.where(old == operand, new_value, old)
+            elif aop == "inc":  # operand: the wrap limit (unsigned compares, as the PTX ISA defines them)
+                new = jnp.where(old >= operand, jnp.zeros_like(old), old + 1)
+            elif aop == "dec":
+                new = jnp.where((old == 0) | (old > operand), operand, old - 1)
             else:
                 new = old + operand
             cur = jnp.where(act, new, cur)

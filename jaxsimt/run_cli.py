@@ -3,6 +3,7 @@
     jaxsimt run saxpy.ptx --list
     jaxsimt run saxpy.ptx --kernel saxpy --grid 4 --block 256 \
         --arg s32:1000 --arg f32:2.5 --arg 'f32[1024]:rand' --arg 'f32[1024]:zeros' --json
+    jaxsimt run saxpy.cu --kernel saxpy ...        # CUDA source: compiled by the local nvcc first
 
 One `--arg` per kernel parameter, in order: a scalar `TYPE:VALUE` (`s32:7`, `f32:1.5`, `u64:0x10`), or an array
 `TYPE[N]:INIT` with INIT one of rand (floats uniform in [-1, 1), integers uniform in [0, 1000), from --seed),
@@ -319,7 +320,11 @@ def parser(prog: str = "jaxsimt run", description: str | None = None, file_requi
     options about printing and saving outputs (outputs=False)."""
     p = ArgumentParser(prog=prog, description=description or __doc__.split("\n\n")[0].split(": ", 1)[1],
                        epilog=EPILOG)
-    p.add_argument("file", nargs=None if file_required else "?", help="a .ptx file (the text nvcc -ptx writes)")
+    p.add_argument("file", nargs=None if file_required else "?",
+                   help="a .ptx file (the text nvcc -ptx writes), or a CUDA source .cu compiled first with the "
+                        "local nvcc (nvcc -arch=sm_90 -O3 -lineinfo -ptx)")
+    p.add_argument("--nvcc-option", action="append", default=[], metavar="OPT",
+                   help="with a .cu file: an extra nvcc option, e.g. --nvcc-option=-DN=256 (repeatable)")
     p.add_argument("--list", action="store_true",
                    help="list the file's kernels (demangled names, parameter types) and exit")
     p.add_argument("--kernel", metavar="NAME",
@@ -366,6 +371,31 @@ def _has_timing(arch: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------- the PTX file
+def compile_cuda(path: str, options) -> str:
+    """Compile a .cu file with the local nvcc; return the path of its PTX (a file in a temporary folder that
+    lives as long as the process)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from jaxsimt import cuda
+
+    check_input_file(path, "CUDA source")
+    try:
+        text = cuda.compile_file(path, "sm_90", ["-O3"] + list(options))
+    except cuda.NvccNotFoundError as e:
+        raise UsageError(f"{path!r} is CUDA source, which needs nvcc to become PTX: {e}; or compile it elsewhere "
+                         f"(nvcc -arch=sm_90 -O3 -ptx {os.path.basename(path)}) and run the .ptx") from None
+    except cuda.CompileError as e:
+        raise UsageError(str(e)) from None
+    d = tempfile.mkdtemp(prefix="jaxsimt-run-")
+    atexit.register(shutil.rmtree, d, True)
+    out = os.path.join(d, os.path.splitext(os.path.basename(path))[0] + ".ptx")
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(text)
+    return out
+
+
 def load_ptx(path: str):
     """Parse a PTX file, refusing first what is not PTX text (a folder, a binary, any other text)."""
     from jaxsimt import ptx
@@ -574,6 +604,10 @@ def shipped_sources(ptx_file: str) -> tuple:
 def launch_from_args(a, trace: bool = False, progress=None, source_dirs=()):
     """Run the kernel the parsed options name; returns (LaunchResult, LaunchArgs), or None after --list."""
     consts = split_consts(a.const)
+    if a.file and a.file.endswith((".cu", ".cuh")):
+        cu = a.file
+        a.file = compile_cuda(cu, getattr(a, "nvcc_option", []))
+        source_dirs = tuple(source_dirs) + (os.path.dirname(os.path.abspath(cu)),)
     module = load_ptx(a.file)
     infos = describe_entries(module)
     if a.list:

@@ -5,7 +5,8 @@ the same PTX) and jaxsimt run exactly the same launches. numpy only: the H200 si
 A backend provides:
     array(a) -> buffer            a device buffer holding a copy of numpy array `a`
     at(buffer, offset) -> arg     a pointer argument `offset` elements into `buffer`
-    launch(name, grid, block, args)   args: buffers, at(...) pointers, numpy scalars
+    launch(name, grid, block, args, smem=0)   args: buffers, at(...) pointers, numpy scalars; smem: bytes of
+                                  dynamic shared memory
     get(buffer) -> numpy array    the buffer's current contents
     set_constant(symbol, a)       cudaMemcpyToSymbol of numpy array `a` into module variable `symbol`
 
@@ -138,17 +139,23 @@ def run_all(backend) -> dict:
 class JaxsimtBackend:
     """The backend on jaxsimt: buffers are host numpy arrays, each launch is one `jaxsimt.ptx.launch` of
     the committed PTX whose buffers are written back from the result (`result[name]` of a pointer
-    parameter is the whole buffer it points into)."""
+    parameter is the whole buffer it points into). regs_of: {kernel: registers per thread} passed as
+    `regs=` (ptxas's count, for occupancy); other keywords go to every launch."""
 
-    def __init__(self, ptx_path=None, **launch_kwargs):
+    def __init__(self, ptx_path=None, regs_of=None, **launch_kwargs):
         import os
+        import time
 
         import jaxsimt.ptx as P
+        self.time = time
         self.P = P
         self.ptx = ptx_path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "ptx", "real_cuda.ptx")
         self.module = P.load_module(self.ptx)
         self.constants: dict = {}
         self.kw = launch_kwargs
+        self.regs_of = dict(regs_of or {})  # {kernel: registers per thread} (ptxas's report) for occupancy
+        self.launches: list = []  # (kernel, stats) of every launch so far, in order
+        self.seconds: list = []  # wall seconds of each of those launches (compilation included)
 
     def array(self, a):
         return np.array(a)
@@ -162,11 +169,16 @@ class JaxsimtBackend:
     def get(self, buf):
         return buf.copy()
 
-    def launch(self, name, grid, block, args):
+    def launch(self, name, grid, block, args, smem=0):
         kw = dict(self.kw)
+        if name in self.regs_of:
+            kw.setdefault("regs", self.regs_of[name])
         if self.constants:
             kw["constants"] = dict(self.constants)
-        res = self.P.launch(self.ptx, name, grid, block, list(args), **kw)
+        t0 = self.time.perf_counter()
+        res = self.P.launch(self.ptx, name, grid, block, list(args), dynamic_smem=int(smem), **kw)
+        self.seconds.append(self.time.perf_counter() - t0)
+        self.launches.append((name, res.stats))
         names = [p.name for p in self.module.function(name).params]
         for pname, a in zip(names, args):
             buf = a[0] if isinstance(a, tuple) else a

@@ -307,7 +307,7 @@ class _Lowerer:
                 uses[t[2].index] = uses.get(t[2].index, 0) + 1
         for blk in self.blocks:
             instrs = blk[1]
-            out, dead = list(instrs), set()
+            out, dead, fused = list(instrs), set(), set()  # fused: adds that already took a product
             for i, mul in enumerate(instrs):
                 if mul.op != "mul" or id(mul) not in self.contractible or uses.get(mul.dst[0].index) != 1:
                     continue
@@ -317,10 +317,13 @@ class _Lowerer:
                     nxt = instrs[j]
                     reads = [k for k, r in enumerate(nxt.src) if isinstance(r, Reg) and r.index == d.index]
                     if reads:
+                        # a*b - c*d takes one product (the first in program order) into its fma; the
+                        # other stays a plain mul
                         if (nxt.op in ("add", "sub") and id(nxt) in self.contractible and len(reads) == 1
-                                and nxt.attr("type") == mul.attr("type") and j not in dead):
+                                and nxt.attr("type") == mul.attr("type") and j not in fused):
                             out[j] = self._fused(mul, nxt, reads[0])
                             dead.add(i)
+                            fused.add(j)
                         break
                     if any(r.index in watch for r in nxt.dst):
                         break
@@ -558,6 +561,9 @@ class _Lowerer:
             # a local variable's address is its byte offset in the thread's local window
             self.emit("mov", [r], [Imm(self.local_off[(ctx.fn.name, name)] + offset, r.dtype)], loc,
                       type=r.dtype.name)
+        elif name == "WARP_SZ":
+            # PTX's predefined constant (the samples' `warpSize` compiles to it), not a module variable
+            self.emit("ptx.sreg", [r], [], loc, name="warp_size")
         else:
             self.fail(ins, f"address of {name} (not a shared, const, global or local variable)")
 
@@ -735,6 +741,9 @@ class _Lowerer:
         if op == "vote":
             self.vote(ins, ctx, loc)
             return
+        if op in ("redux", "match"):
+            self.warp_collective(ins, ctx, loc)
+            return
         if op == "shfl":
             self.shfl(ins, ctx, loc)
             return
@@ -851,6 +860,33 @@ class _Lowerer:
         d = self.dst(ops[0], ctx, ins)
         self.emit("ptx.vote", [d], [self.src(p, ctx, T.pred, ins, loc), self.src(mm, ctx, T.u32, ins, loc)], loc,
                   mode=mode, negate=neg)
+
+    def warp_collective(self, ins, ctx, loc):
+        """redux.sync.{add,min,max,and,or,xor}.{u32,s32,b32} d, a, membermask and
+        match.{any,all}.sync.{b32,b64} d[|p], a, membermask."""
+        ops, mods = ins.operands, set(ins.modifiers)
+        ttxt = ins.types[-1] if ins.types else None
+        if ins.opcode == "redux":
+            fn = next((m for m in ins.modifiers if m in ("add", "min", "max", "and", "or", "xor")), None)
+            if fn is None or ttxt not in ("u32", "s32", "b32") or "abs" in mods or "NaN" in mods or len(ops) != 3:
+                self.fail(ins, "redux.sync supported for .add/.min/.max/.and/.or/.xor on 32-bit integers")
+            t = _dtype(ttxt)
+            self.emit("ptx.redux", [self.dst(ops[0], ctx, ins)],
+                      [self.src(ops[1], ctx, t, ins, loc), self.src(ops[2], ctx, T.u32, ins, loc)], loc,
+                      type=ttxt, fn=fn)
+            return
+        mode = "all" if "all" in mods else "any" if "any" in mods else None
+        if mode is None or ttxt not in ("b32", "b64") or len(ops) != 3:
+            self.fail(ins, "match.sync needs .any or .all, .b32 or .b64, a destination, a value and a membermask")
+        d0 = ops[0]
+        if isinstance(d0, ast.RegPair):
+            if mode == "any":
+                self.fail(ins, "match.any.sync has no predicate destination")
+            dsts = [self.dst(d0.first, ctx, ins), self.dst(d0.second, ctx, ins)]
+        else:
+            dsts = [self.dst(d0, ctx, ins)]
+        self.emit("ptx.match", dsts, [self.src(ops[1], ctx, _dtype(ttxt), ins, loc),
+                                      self.src(ops[2], ctx, T.u32, ins, loc)], loc, type=ttxt, mode=mode)
 
     def shfl(self, ins, ctx, loc):
         ops = ins.operands
@@ -1118,8 +1154,10 @@ class _Lowerer:
         if ty not in T.BY_NAME:
             self.fail(ins, f"atomics on .{ty} not supported")
         t = _dtype(ty)
-        if aop in ("inc", "dec") or t.size != 4 or ins.vector != 1:
-            self.fail(ins, "atomics: only 32-bit add/min/max/exch/cas/and/or/xor are supported")
+        if t.size != 4 or ins.vector != 1:
+            self.fail(ins, "atomics: only 32-bit add/min/max/exch/cas/and/or/xor/inc/dec are supported")
+        if aop in ("inc", "dec") and ty != "u32":
+            self.fail(ins, f"atom.{aop} is defined for .u32 only")
         if aop in ("min", "max") and t.is_float:
             self.fail(ins, "floating-point atomic min/max not supported")
         space = ins.space or "generic"

@@ -121,7 +121,7 @@ FORMS: dict = {
     "bra": _fixed("l:-"), "ret": _NONE, "exit": _NONE, "trap": _NONE, "nanosleep": _fixed("s:u32"),
     "bar": _bar, "barrier": _bar, "bar.warp.sync": _fixed("s:b32"), "membar": _NONE, "fence": _NONE,
     "shfl": _shfl, "vote": _vote, "activemask": _fixed("d:b32"),
-    "redux": _fixed("d:T s:T s:b32"), "match": _fixed("q:T s:T s:b32"),
+    "redux": _fixed("d:T s:T s:b32"), "match": _fixed("q:b32 s:T s:b32"),
     "griddepcontrol": _NONE, "prefetch": _fixed("m:-"), "prefetchu": _fixed("m:-"),
     "wmma.load": _fixed("x:- m:-", "x:- m:- s:u32"), "wmma.store": _fixed("m:- x:-", "m:- x:- s:u32"),
     "wmma.mma": _fixed("x:- x:- x:- x:-"), "mma": _fixed("x:- x:- x:- x:-"), "ldmatrix": _fixed("x:- m:-"),

@@ -589,6 +589,8 @@ def sreg(ex, ins, pc):
         v = jnp.uint32(m.geo.warps_per_block)
     elif name in ("dynamic_smem_size", "total_smem_size", "aggr_smem_size"):
         v = jnp.uint32(ins.attr("value"))
+    elif name == "warp_size":
+        v = jnp.uint32(m.geo.warp_size)
     elif name in ("smid", "gridid", "nsmid"):
         v = jnp.uint32(0)
     else:
@@ -621,6 +623,55 @@ def vote(ex, ins, pc):
     else:  # uni
         r = jnp.all(p | ~part, axis=1, keepdims=True) | ~jnp.any(p & part, axis=1, keepdims=True)
     ex.write(ins.dst[0], jnp.broadcast_to(r, ex.active.shape))
+
+
+def _participants(ex, mask_src):
+    """[warps, lanes] bool: the active lanes named in the membermask operand."""
+    mm = jnp.broadcast_to(ex.read(mask_src, T.u32), ex.active.shape)
+    return ex.active & ((mm >> ex.m.lane_u32[None, :]) & 1).astype(bool)
+
+
+_REDUX = {"add": (jnp.add, 0), "and": (jnp.bitwise_and, -1), "or": (jnp.bitwise_or, 0),
+          "xor": (jnp.bitwise_xor, 0), "min": (jnp.minimum, None), "max": (jnp.maximum, None)}
+
+
+@_op("redux")
+def redux(ex, ins, pc):
+    """redux.sync: the reduction over the participating lanes (active and in the membermask) of a
+    32-bit integer, the same value in every participating lane (add wraps modulo 2^32)."""
+    dt = _t(ins)
+    np_dt = np.int32 if dt.is_signed else np.uint32
+    a = jnp.broadcast_to(ex.read(ins.src[0], dt), ex.active.shape).astype(np_dt)
+    part = _participants(ex, ins.src[1])
+    fn, ident = _REDUX[ins.attr("fn")]
+    if ident is None:
+        info = np.iinfo(np_dt)
+        ident = info.max if ins.attr("fn") == "min" else info.min
+    v = jnp.where(part, a, jnp.asarray(ident).astype(np_dt))
+    r = lax.reduce(v, jnp.asarray(ident).astype(np_dt), fn, (1,))
+    ex.write(ins.dst[0], jnp.broadcast_to(r[:, None], ex.active.shape))
+
+
+@_op("match")
+def match(ex, ins, pc):
+    """match.any.sync: the membermask-restricted mask of lanes holding this lane's value; match.all.sync:
+    the participating lanes' mask if they all hold one value (p true), else 0 (p false)."""
+    m = ex.m
+    dt = _t(ins)
+    a = jnp.broadcast_to(_ubits(ex.read(ins.src[0], dt), dt.bits), ex.active.shape)
+    part = _participants(ex, ins.src[1])
+    same = (a[:, :, None] == a[:, None, :]) & part[:, None, :]  # [warps, lane, other lane]
+    lanes = m.lane_u32[None, None, :]
+    eq_mask = jnp.sum(jnp.where(same, jnp.uint32(1) << lanes, jnp.uint32(0)), axis=2, dtype=jnp.uint32)
+    if ins.attr("mode") == "any":
+        ex.write(ins.dst[0], eq_mask)
+        return
+    all_mask = m.pack(part)[:, None]
+    uniform = jnp.broadcast_to(eq_mask == all_mask, ex.active.shape) | ~part
+    ok = jnp.all(uniform, axis=1, keepdims=True)
+    ex.write(ins.dst[0], jnp.where(ok, jnp.broadcast_to(all_mask, ex.active.shape), jnp.uint32(0)))
+    if len(ins.dst) > 1:
+        ex.write(ins.dst[1], jnp.broadcast_to(ok, ex.active.shape))
 
 
 @_op("shfl")

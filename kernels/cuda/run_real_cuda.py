@@ -29,6 +29,7 @@ class CupyBackend:
         import cupy as cp
         self.cp = cp
         self.mod = cp.RawModule(path=ptx_path)
+        self.launches = []  # kernel names in launch order (ncu's launch ids)
 
     def array(self, a):
         return self.cp.asarray(np.ascontiguousarray(a))
@@ -36,10 +37,11 @@ class CupyBackend:
     def at(self, buf, offset):
         return buf[offset:]  # a pointer `offset` elements into the same allocation
 
-    def launch(self, name, grid, block, args):
+    def launch(self, name, grid, block, args, smem=0):
         grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
         block = tuple(block) if isinstance(block, (tuple, list)) else (block,)
-        self.mod.get_function(name)(grid, block, tuple(args))
+        self.mod.get_function(name)(grid, block, tuple(args), shared_mem=int(smem))
+        self.launches.append(name)
         self.cp.cuda.runtime.deviceSynchronize()
 
     def get(self, buf):
