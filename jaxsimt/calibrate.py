@@ -208,12 +208,50 @@ LATENCY_LADDER = (("l2_latency", "l1_latency"), ("dram_latency", "l2_latency"))
 MAX_FACTOR = 3.0  # no parameter moves further than this factor from its starting value
 
 
-def constrained(base: dict, th: dict, max_factor: float = MAX_FACTOR) -> dict:
+MEASURED_FACTOR = 1.5  # a parameter with a micro-benchmark measurement moves at most this factor from it
+
+
+def measured(arch: str = "h200") -> dict:
+    """{Timing field: value} measured by the micro-benchmarks (`fixtures.timing_micro`): the fields the fit moves
+    that a micro-benchmark measures directly ({} without the fixture)."""
+    from jaxsimt import fixtures
+
+    try:
+        m = fixtures.timing_micro(arch)
+    except fixtures.FixtureNotFound:
+        return {}
+    return {r["param"]: float(r["value"]) for r in m.values() if r.get("param") in FIT}
+
+
+def measured_start(arch: str = "h200") -> "tuple[dict, dict]":
+    """(starting parameters with every measured field set to its measurement, {field: max factor}: within
+    MEASURED_FACTOR of a measurement, MAX_FACTOR of an unmeasured starting value)."""
+    base = dict(timing.starting_params(arch))
+    meas = measured(arch)
+    for k, v in meas.items():
+        base[k] = jnp.float32(v)
+    return base, {k: (MEASURED_FACTOR if k in meas else MAX_FACTOR) for k in FIT}
+
+
+def beside_measurements(params: dict, arch: str = "h200") -> list:
+    """Per measured field: measurement, the given (fitted) value, their ratio, and whether it is within
+    MEASURED_FACTOR."""
+    rows = []
+    for k, v in measured(arch).items():
+        f = float(params[k])
+        rows.append({"param": k, "measured": v, "fitted": f, "ratio": f / v if v else float("nan"),
+                     "within": 1 / MEASURED_FACTOR <= (f / v if v else 0) <= MEASURED_FACTOR})
+    return rows
+
+
+def constrained(base: dict, th: dict, max_factor: "float | dict" = MAX_FACTOR) -> dict:
     """The parameters for unconstrained log-scale offsets `th`: each fitted quantity is its starting value
-    times exp(log(max_factor) tanh(th / log(max_factor))) (within a factor max_factor of it, smooth, and
-    exp(th) near the start); the L2 and DRAM latencies are the level above's plus a fitted increment."""
-    b = jnp.log(jnp.float32(max_factor))
-    scale = {k: jnp.exp(b * jnp.tanh(th[k] / b)) for k in th}
+    times exp(log(f) tanh(th / log(f))) (within a factor f of it, smooth, and exp(th) near the start), f
+    `max_factor` (one for all, or a dict per field); the L2 and DRAM latencies are the level above's plus a
+    fitted increment."""
+    f = max_factor if isinstance(max_factor, dict) else {k: max_factor for k in th}
+    b = {k: jnp.log(jnp.float32(f[k])) for k in th}
+    scale = {k: jnp.exp(b[k] * jnp.tanh(th[k] / b[k])) for k in th}
     p = dict(base)
     for k in th:
         p[k] = base[k] * scale[k]
@@ -224,14 +262,18 @@ def constrained(base: dict, th: dict, max_factor: float = MAX_FACTOR) -> dict:
 
 
 def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 0.08, prior: float = 0.02,
-        log=print, on_step=None, max_factor: float = MAX_FACTOR):
+        log=print, on_step=None, max_factor: float = MAX_FACTOR, from_measured: bool = False):
     """Fit FIT (log scale, Adam) on the training samples. Returns (params, history of (step, loss, s)).
-    on_step(step, params): called after every update (e.g. to save the parameters so far)."""
+    on_step(step, params): called after every update (e.g. to save the parameters so far). from_measured:
+    start from the micro-benchmark measurements and keep each measured field within MEASURED_FACTOR of
+    its measurement (`measured_start`)."""
     import optax
 
     train = [s for s in samples if s.split == "train"]
     gs = groups(train)
     base = timing.starting_params(arch)
+    if from_measured:
+        base, max_factor = measured_start(arch)
     theta = {k: jnp.float32(0.0) for k in FIT}
 
     # the micro-kernels' times also fix the launch overhead: time - busiest SM's cycles at the clock

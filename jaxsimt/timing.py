@@ -400,6 +400,61 @@ def run(work: Work, params: dict, policy: str = "gto") -> dict:
                   jnp.asarray(work.total), pol, shape=work.shape, n_regs=work.n_regs)
 
 
+def _pad_to(a, shape, value):
+    a = np.asarray(a)
+    return a if a.ndim == 0 else np.pad(a, [(0, s - d) for s, d in zip(shape, a.shape)], constant_values=value)
+
+
+_PAD = {"pcs": -1, "dst": -1, "src": -1, "cls": tr.ALU}
+
+
+def stack(works: list) -> tuple:
+    """Works padded to one replay shape and stacked on a leading batch axis [B, ...]: (shape, n_regs, kernel
+    arrays, queues, n_queue, share, total). Padding never issues: padded warps and SMs have empty streams
+    and queues, padded register slots are never read."""
+    shape = Shape(max(w.shape.warp_slots for w in works), max(w.shape.block_slots for w in works),
+                  works[0].shape.schedulers, max(w.shape.steps for w in works), max(w.shape.inner for w in works))
+    kern = {}
+    for key in works[0].kernel:
+        arrs = [np.asarray(w.kernel[key]) for w in works]
+        shp = tuple(max(a.shape[d] for a in arrs) for d in range(arrs[0].ndim))
+        kern[key] = jnp.asarray(np.stack([_pad_to(a, shp, _PAD.get(key, 0)) for a in arrs]))
+    M = max(w.queues.shape[0] for w in works)
+    Q = max(w.queues.shape[1] for w in works)
+    return (shape, max(w.n_regs for w in works), kern,
+            jnp.asarray(np.stack([_pad_to(w.queues, (M, Q), -1) for w in works])),
+            jnp.asarray(np.stack([_pad_to(w.n_queue, (M,), 0) for w in works])),
+            jnp.asarray(np.stack([_pad_to(w.share, (M,), 1.0) for w in works])),
+            jnp.asarray(np.stack([_pad_to(w.total, (M,), 0.0) for w in works])))
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "n_regs"))
+def _replay_batch(params, kern, queues, n_queue, share, total, policy, shape: Shape, n_regs: int):
+    f = lambda k, q, n, sh, to: replay_sms(params, k, q, n, sh, to, policy, shape, n_regs)  # noqa: E731
+    return jax.vmap(f)(kern, queues, n_queue, share, total)
+
+
+def run_many(works: list, params: dict, policy: str = "gto") -> list:
+    """`run` of several planned kernels as one compiled, vmapped replay (their shapes padded to the largest):
+    one compilation instead of one per shape. Returns each kernel's per-SM results, cut to its own SMs and
+    steps (the same numbers `run` gives each alone, its window steps issuing the same instructions)."""
+    pol = jnp.int32(POLICIES.index(policy))
+    res = [None] * len(works)
+    by_window = {}  # the window (steps) sets the extrapolation: only works of one window share a replay
+    for i, w in enumerate(works):
+        by_window.setdefault((w.shape.steps, w.shape.inner), []).append(i)
+    for idx in by_window.values():
+        shape, n_regs, kern, queues, n_queue, share, total = stack([works[i] for i in idx])
+        out = _replay_batch(params, kern, queues, n_queue, share, total, pol, shape=shape, n_regs=n_regs)
+        for b, i in enumerate(idx):
+            M, WS = works[i].queues.shape[0], works[i].shape.warp_slots
+            one = {k: v[b, :M] for k, v in out.items() if k != "timeline"}
+            one["stall"] = one["stall"][:, :WS]
+            one["timeline"] = tuple(y[b, :M] for y in out["timeline"])
+            res[i] = one
+    return res
+
+
 def kernel_cycles(work: Work, params: dict, policy: str = "gto"):
     """Cycles of the whole kernel (its slowest SM): a differentiable scalar of `params`."""
     return jnp.max(run(work, params, policy)["cycles"])
@@ -447,12 +502,13 @@ def predict(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, params: Optiona
 MAX_TRACED_BLOCKS = 32
 
 
-def traced_blocks(n_ctas: int, blocks_per_sm: int, num_sms: int, limit: int = MAX_TRACED_BLOCKS) -> np.ndarray:
+def traced_blocks(n_ctas: int, blocks_per_sm: int, num_sms: int, limit: int = MAX_TRACED_BLOCKS,
+                  rounds: int = 2) -> np.ndarray:
     """Blocks to trace: all when the grid has at most `limit`, else the first blocks the busiest SM runs
-    (i, i + num_sms, ...): two rounds of its resident blocks, whose streams stand for the others."""
+    (i, i + num_sms, ...): `rounds` rounds of its resident blocks, whose streams stand for the others."""
     if n_ctas <= limit:
         return np.arange(n_ctas)
-    n = min(-(-n_ctas // num_sms), max(2 * blocks_per_sm, 1), limit)
+    n = min(-(-n_ctas // num_sms), max(rounds * blocks_per_sm, 1), limit)
     return np.arange(n) * num_sms
 
 
