@@ -64,7 +64,7 @@ def main(argv=None) -> int:
         if s is not None:
             with open(os.path.join(d, "micro_timing.sass"), "w") as f:
                 f.write(s.stdout)
-        r = sh([exe], log, 240)
+        r = sh([exe], log, 150)
         if r is not None:
             with open(os.path.join(d, "micro_timing.jsonl"), "w") as f:
                 f.write(r.stdout)
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
         if not a.no_ncu and shutil.which("ncu"):
             n = sh(["ncu", "--clock-control", "none", "--metrics", NCU_METRICS, "--csv", "--page", "raw",
                     "--print-units", "base", "-k", "regex:empty_kernel", exe, "--only", "launches",
-                    "--launch-reps", "1"], log, 240)
+                    "--launch-reps", "1"], log, 120)
             if n is not None:
                 with open(os.path.join(d, "ncu_launch.csv"), "w") as f:
                     f.write(n.stdout)
