@@ -284,7 +284,8 @@ __global__ void tp_ffma(float* out, float a, float b) {
 __global__ void tp_lop(unsigned* out, unsigned a, unsigned b) {
   unsigned x0 = a, x1 = a + 1, x2 = a + 2, x3 = a + 3, x4 = a + 4, x5 = a + 5, x6 = a + 6, x7 = a + 7;
   for (int i = 0; i < TP_ITERS; ++i) {
-#define X(v) asm volatile("xor.b32 %0, %0, %1;" : "+r"(v) : "r"(b))
+    const unsigned c = b + i;  // varies per iteration: x ^ b ^ b of an unrolled loop would cancel
+#define X(v) asm volatile("xor.b32 %0, %0, %1;" : "+r"(v) : "r"(c))
     X(x0); X(x1); X(x2); X(x3); X(x4); X(x5); X(x6); X(x7);
 #undef X
   }
