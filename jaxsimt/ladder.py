@@ -202,6 +202,7 @@ def _traced_launch(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_p
     `trace_rung`): (LaunchResult, n_ctas)."""
     import jaxsimt as js
     from jaxsimt import errors
+    from jaxsimt import kscale
     from jaxsimt import ptx
     from jaxsimt import timing
     from jaxsimt.arch import get_arch
@@ -212,7 +213,9 @@ def _traced_launch(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_p
     g = tuple(grid) + (1,) * (3 - len(tuple(grid)))
     n_ctas = int(np.prod(g))
     ctas = timing.traced_blocks(n_ctas, blocks_per_sm, a.num_sms, rounds=rounds)
-    kw = dict(arch=arch, ctas=ctas.tolist(), data=False, trace=True, blocks_per_wave=len(ctas))
+    # short runs (K of kscale, small grids): compiling the loops into the machine costs more than it saves
+    kw = dict(arch=arch, ctas=ctas.tolist(), data=False, trace=True, blocks_per_wave=len(ctas),
+              **({"compile_budget": 0} if K <= kscale.K2 * 4 else {}))
     while True:
         try:
             if source == "ptx":

@@ -48,12 +48,16 @@ def test_extrapolated_trace_replays_as_the_trace_at_that_k(name):
         np.testing.assert_array_equal(ext.pcs[w, :n[w]], full.pcs[w, :n[w]])
     for f in ("requests", "sectors", "wavefronts", "hit_l1", "to_dram"):
         np.testing.assert_allclose(getattr(ext, f), getattr(full, f), rtol=1e-6, err_msg=f)
-    # one round of blocks traced instead of two: the replay's window, which stays inside the loop, is the same
+    # one round of blocks traced instead of two: where the replay's window stays inside the loop it is the
+    # same replay; where it does not (a grid this small can finish inside the window: wmma here), the ladder
+    # traces longer streams until it does, or the real K
     p = timing.params_of("h200")
-    w_full, w_ext = timing.plan(full, "h200", R, full.meta["n_ctas"]), timing.plan(ext, "h200", R, ext.meta["n_ctas"])
-    o_full, o_ext = timing.run(w_full, p), timing.run(w_ext, p)
-    assert kscale.window_within(ext, o_ext)
-    assert float(np.max(o_ext["cycles"])) == pytest.approx(float(np.max(o_full["cycles"])), rel=1e-6)
+    o_full = timing.run(timing.plan(full, "h200", R, full.meta["n_ctas"]), p)
+    o_ext = timing.run(timing.plan(ext, "h200", R, ext.meta["n_ctas"]), p)
+    if kscale.window_within(ext, o_ext):
+        assert float(np.max(o_ext["cycles"])) == pytest.approx(float(np.max(o_full["cycles"])), rel=1e-6)
+    got = ladder.timing_of(rung, M, N, K, "h200", R)["cycles"]
+    assert got == pytest.approx(float(np.max(o_full["cycles"])), rel=1e-6)
 
 
 def test_a_window_past_the_shared_prefix_is_detected():

@@ -312,8 +312,10 @@ __global__ void tp_shared(float* out) {
   float acc = 0;
   unsigned i = threadIdx.x;
   for (int k = 0; k < TP_ITERS / 4; ++k) {
+    // the index depends on k: loads that do not are hoisted out of the loop (the H200 collection of
+    // 2026-12-01 ran a version whose loads did, so its shared_cycles_per_wavefront is not a measurement)
 #pragma unroll
-    for (int u = 0; u < 8; ++u) acc += s[(i + u * 32) & 1023];
+    for (int u = 0; u < 8; ++u) acc += s[(i + (k * 8 + u) * 32) & 1023];
   }
   if (acc == 12345.f) out[0] = acc;
 }
