@@ -138,13 +138,16 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
     n_first = jnp.minimum(R, n_queue)
     rb = jnp.arange(RB, dtype=jnp.int32)
     slot_tb = jnp.where(rb < n_first, queue[jnp.minimum(rb, queue.shape[0] - 1)], -1)
+    # the first blocks start block_dispatch_cycles apart (all at t0 without a dispatch limit)
+    disp_dt = p["block_dispatch_cycles"]
+    start0 = t0 + rb.astype(jnp.float32) * disp_dt
     f0 = jnp.float32(0)
     c = dict(
         t_sched=jnp.zeros(NSCH, jnp.float32), last=jnp.full(NSCH, -1, jnp.int32),
         pipe=jnp.zeros((NSCH, tr.N_CLASSES), jnp.float32), mio=f0, l1=f0, l2=f0, dram=f0,
-        slot_tb=slot_tb, slot_start=jnp.full(RB, t0), qnext=n_first,
-        pos=jnp.zeros(WS, jnp.int32), wfree=jnp.full(WS, t0), wreason=jnp.full(WS, NOINST, jnp.int32),
-        last_issue=jnp.full(WS, t0 - 1.0), reg_t=jnp.zeros((WS, NR), jnp.float32),
+        slot_tb=slot_tb, slot_start=start0, qnext=n_first, disp=t0 + (n_first - 1).astype(jnp.float32) * disp_dt,
+        pos=jnp.zeros(WS, jnp.int32), wfree=start0[bslot], wreason=jnp.full(WS, NOINST, jnp.int32),
+        last_issue=start0[bslot] - 1.0, reg_t=jnp.zeros((WS, NR), jnp.float32),
         reg_k=jnp.full((WS, NR), WAIT, jnp.int32), bar=jnp.zeros(WS, bool), bar_t=jnp.zeros(WS, jnp.float32),
         done=jnp.zeros(WS, bool), wend=jnp.zeros(WS, jnp.float32), age=(bslot * wpb + wib).astype(jnp.int32),
         stall=jnp.zeros((WS, len(REASONS)), jnp.float32), end_t=f0, occ=f0, issued=jnp.int32(0),
@@ -260,8 +263,9 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         more = c["qnext"] < n_queue
         nxt = jnp.where(more, queue[jnp.minimum(c["qnext"], queue.shape[0] - 1)], -1)
         slot_tb_new = c["slot_tb"].at[bs].set(jnp.where(blk_done, nxt, c["slot_tb"][bs]))
-        start = blk_end + p["block_launch_cycles"]
+        start = jnp.maximum(blk_end + p["block_launch_cycles"], jnp.where(disp_dt > 0, c["disp"] + disp_dt, -_INF))
         slot_start = c["slot_start"].at[bs].set(jnp.where(blk_done, start, c["slot_start"][bs]))
+        disp = jnp.where(blk_done & more, start, c["disp"])
         qnext = c["qnext"] + (blk_done & more).astype(jnp.int32)
         fresh = members & blk_done
         pos = jnp.where(fresh, 0, pos)
@@ -272,7 +276,7 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         reg_t = jnp.where(fresh[:, None], 0.0, reg_t)
         age = jnp.where(fresh, c["qnext"] * wpb + wib, c["age"])
         c2 = dict(t_sched=t_sched, last=last, pipe=pipe, mio=mio, l1=l1, l2=l2, dram=dram, slot_tb=slot_tb_new,
-                  slot_start=slot_start, qnext=qnext, pos=pos, wfree=wfree, wreason=wreason, last_issue=last_issue,
+                  slot_start=slot_start, qnext=qnext, disp=disp, pos=pos, wfree=wfree, wreason=wreason, last_issue=last_issue,
                   reg_t=reg_t, reg_k=reg_k, bar=bar, bar_t=bar_t, done=done, wend=wend, age=age, stall=stall,
                   end_t=end_t, occ=occ, issued=c["issued"] + upd.astype(jnp.int32))
         gap_reason = reasons[jnp.argmax(amounts[:4])]
