@@ -87,3 +87,21 @@ def test_slices_beyond_the_limit_are_dropped_and_counted():
     assert [e["cat"] for e in slices] == ["issue", "issue", "stall"] and dropped == 2
     assert slices[2]["ts"] == pytest.approx(1.0 * 1e-3 / 2.0) and slices[2]["args"]["cycles"] == 2.0
     check_trace_event_format(timeline.document(evs, dropped))
+
+
+@pytest.mark.slow  # the ladder's counters, trace and replay of one rung (~30 s on 2 CPU cores)
+def test_ladder_writes_one_process_per_rung(tmp_path, capsys):
+    path = tmp_path / "ladder.json"
+    argv = ["ladder", "--size", "64", "64", "64", "--rungs", "naive_coalesced,smem_tiled", "--json", "--timeline",
+            str(path)]
+    assert cli.main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)
+    doc = json.loads(path.read_text())
+    check_trace_event_format(doc)
+    procs = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"}
+    assert sorted(procs.values()) == ["naive_coalesced: SM 0", "smem_tiled: SM 0"]
+    clock = float(tm.params_of("h200")["clock_ghz"])
+    for pid, name in procs.items():
+        row = next(r for r in rows if name.startswith(r["variant"]))
+        issues = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == pid and e["cat"] == "issue"]
+        assert max(e["ts"] + e["dur"] for e in issues) <= row["cycles"] * 1e-3 / clock * (1 + 1e-6)
