@@ -175,17 +175,10 @@ def analyse_all(todo: list, M: int, N: int, K: int, arch: str, timing: bool = Fa
         t0 = time.perf_counter()
         params = tm.params_of(arch)
         outs = tm.run_many([w for _, w in traced], params)
-        for i, (r, row, (t, w), out) in enumerate(zip(todo, rows, traced, outs)):
+        for r, row, (t, w), out in zip(todo, rows, traced, outs):
             if not kscale.window_within(t, out):  # rare: the window outran the short streams
-                k2 = 4 * t.meta["stream_k"]
-                while True:
-                    R = int(row["stats"]["active_blocks_per_sm"])
-                    t, n_ctas = trace_rung(r, M, N, K, arch, R, stream_k=k2)
-                    w = tm.plan(t, arch, R, n_ctas)
-                    out = tm.run(w, params)
-                    if kscale.window_within(t, out):
-                        break
-                    k2 *= 4
+                t, w, out = _replay(r, M, N, K, arch, int(row["stats"]["active_blocks_per_sm"]), params,
+                                    stream_k=4 * t.meta["stream_k"])
             with_timing(row, tm.summarize(w, out, params, arch))
             if keep_replays:
                 replays.append((t, w, out))
@@ -307,21 +300,31 @@ def gemm_stats(rung: LadderRung, M: int, N: int, K: int, arch: str):
     return at(K)
 
 
-def timing_of(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, params=None,
-              policy: str = "gto") -> dict:
-    """The cycle-level model's prediction for one rung: cycles, predicted_ms, stall reasons."""
+def _replay(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, params, policy: str = "gto",
+            stream_k: "int | None" = None):
+    """(trace, work, output) of one rung's replay, its streams traced long enough for the replay's window
+    (`kscale.window_within`: stream_k x 4 until it holds, or the real K)."""
     from jaxsimt import kscale
     from jaxsimt import timing
 
-    params = params if params is not None else timing.params_of(arch)
-    k2 = kscale.K2
+    k2 = stream_k or kscale.K2
     while True:
         t, n_ctas = trace_rung(rung, M, N, K, arch, blocks_per_sm, stream_k=k2)
         work = timing.plan(t, arch, blocks_per_sm, n_ctas)
         out = timing.run(work, params, policy)
         if kscale.window_within(t, out):
-            return timing.summarize(work, out, params, arch)
-        k2 *= 4  # the window outran the short streams: trace longer ones
+            return t, work, out
+        k2 *= 4
+
+
+def timing_of(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, params=None,
+              policy: str = "gto") -> dict:
+    """The cycle-level model's prediction for one rung: cycles, predicted_ms, stall reasons."""
+    from jaxsimt import timing
+
+    params = params if params is not None else timing.params_of(arch)
+    t, work, out = _replay(rung, M, N, K, arch, blocks_per_sm, params, policy)
+    return timing.summarize(work, out, params, arch)
 
 
 def measured_ms(arch: str, M: int, N: int, K: int) -> dict:
