@@ -67,7 +67,8 @@ def replays(size: int, repeats: int, arch: str = "h200") -> dict:
         compiled = timing.replay.lower(*args, shape=w.shape, n_regs=w.n_regs).compile()
         c = time.perf_counter() - t0
         med, out = _median(lambda: compiled(*args), repeats)
-        ref.append({"rung": name, "compile_s": c, "median_s": med, "warp_instructions": int(np.asarray(out["issued"]).sum()),
+        ref.append({"rung": name, "compile_s": c, "median_s": med,
+                    "warp_instructions": int(np.asarray(out["issued"]).sum()),
                     "cycles": float(np.max(np.asarray(out["cycles"])))})
     shape, n_regs, kern, q, nq, sh, to = timing.stack([w for _, w in works])
     t0 = time.perf_counter()
@@ -78,7 +79,8 @@ def replays(size: int, repeats: int, arch: str = "h200") -> dict:
     cyc = [float(np.max(np.asarray(out["cycles"][b][:w.queues.shape[0]]))) for b, (_, w) in enumerate(works)]
     return {"size": size, "reference": ref,
             "batched": {"compile_s": c, "median_s": med, "warp_instructions": issued, "cycles": cyc,
-                        "same_cycles_as_reference": all(abs(a - r["cycles"]) <= 1e-6 * r["cycles"] for a, r in zip(cyc, ref))}}
+                        "same_cycles_as_reference": all(abs(a - r["cycles"]) <= 1e-6 * r["cycles"]
+                                                        for a, r in zip(cyc, ref))}}
 
 
 def main(argv=None) -> int:

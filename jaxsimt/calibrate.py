@@ -262,7 +262,8 @@ def measured(arch: str = "h200") -> dict:
         m = fixtures.timing_micro(arch)
     except fixtures.FixtureNotFound:
         return {}
-    out = {r["param"]: float(r["value"]) for r in m.values() if r.get("param") in FIT and r["param"] not in NOT_MEASURED}
+    out = {r["param"]: float(r["value"]) for r in m.values()
+           if r.get("param") in FIT and r["param"] not in NOT_MEASURED}
     try:
         out.update({k: v for k, v in launch_terms(arch).items() if k in FIT})
     except fixtures.FixtureNotFound:

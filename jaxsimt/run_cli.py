@@ -597,7 +597,8 @@ def launch_from_args(a, trace: bool = False, progress=None, source_dirs=()):
         raise UsageError(f"--regs {a.regs}: must be at least 1")
     if a.timeline:
         if a.no_timing or not _has_timing(a.arch):
-            raise UsageError(f"--timeline needs the cycle-level timing model ({'--no-timing given' if a.no_timing else f'none for --arch {a.arch}'})")
+            why = "--no-timing given" if a.no_timing else f"none for --arch {a.arch}"
+            raise UsageError(f"--timeline needs the cycle-level timing model ({why})")
         check_output_file(a.timeline, "--timeline")
 
     from jaxsimt import ptx

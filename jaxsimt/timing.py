@@ -145,7 +145,8 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
     c = dict(
         t_sched=jnp.zeros(NSCH, jnp.float32), last=jnp.full(NSCH, -1, jnp.int32),
         pipe=jnp.zeros((NSCH, tr.N_CLASSES), jnp.float32), mio=f0, l1=f0, l2=f0, dram=f0,
-        slot_tb=slot_tb, slot_start=start0, qnext=n_first, disp=t0 + (n_first - 1).astype(jnp.float32) * disp_dt,
+        slot_tb=slot_tb, slot_start=start0, qnext=n_first,
+        disp=t0 + (n_first - 1).astype(jnp.float32) * disp_dt,  # when the SM last started a block
         pos=jnp.zeros(WS, jnp.int32), wfree=start0[bslot], wreason=jnp.full(WS, NOINST, jnp.int32),
         last_issue=start0[bslot] - 1.0, reg_t=jnp.zeros((WS, NR), jnp.float32),
         reg_k=jnp.full((WS, NR), WAIT, jnp.int32), bar=jnp.zeros(WS, bool), bar_t=jnp.zeros(WS, jnp.float32),
@@ -276,7 +277,8 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         reg_t = jnp.where(fresh[:, None], 0.0, reg_t)
         age = jnp.where(fresh, c["qnext"] * wpb + wib, c["age"])
         c2 = dict(t_sched=t_sched, last=last, pipe=pipe, mio=mio, l1=l1, l2=l2, dram=dram, slot_tb=slot_tb_new,
-                  slot_start=slot_start, qnext=qnext, disp=disp, pos=pos, wfree=wfree, wreason=wreason, last_issue=last_issue,
+                  slot_start=slot_start, qnext=qnext, disp=disp, pos=pos, wfree=wfree, wreason=wreason,
+                  last_issue=last_issue,
                   reg_t=reg_t, reg_k=reg_k, bar=bar, bar_t=bar_t, done=done, wend=wend, age=age, stall=stall,
                   end_t=end_t, occ=occ, issued=c["issued"] + upd.astype(jnp.int32))
         gap_reason = reasons[jnp.argmax(amounts[:4])]

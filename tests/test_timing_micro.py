@@ -27,6 +27,7 @@ def test_a_fit_from_the_measurements_stays_within_the_band():
         th = {k: jnp.float32(sign * 50.0) for k in calibrate.FIT}  # far past any bound
         p = calibrate.constrained(base, th, factor)
         for k, v in meas.items():
-            assert v / calibrate.MEASURED_FACTOR * (1 - 1e-5) <= float(p[k]) <= v * calibrate.MEASURED_FACTOR * (1 + 1e-5), k
+            lo, hi = v / calibrate.MEASURED_FACTOR, v * calibrate.MEASURED_FACTOR
+            assert lo * (1 - 1e-5) <= float(p[k]) <= hi * (1 + 1e-5), k
     rows = calibrate.beside_measurements({k: base[k] for k in base}, "h200")
     assert rows and all(r["ratio"] == pytest.approx(1.0) and r["within"] for r in rows)
