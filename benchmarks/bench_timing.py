@@ -154,6 +154,9 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default="", help="directory of traced samples, one pickle each (reused when present,"
                     " missing ones traced and added), or one pickle file")
     ap.add_argument("--starting", action="store_true", help="evaluate the starting (uncalibrated) parameters")
+    ap.add_argument("--from-measured", action="store_true",
+                    help="with --calibrate: start from the micro-benchmark measurements (jaxsimt/data/h200/timing_micro) "
+                         "and keep each measured parameter within calibrate.MEASURED_FACTOR of its measurement")
     ap.add_argument("--quick", action="store_true", help="a few kernels only (smoke test)")
     ap.add_argument("--throughput-only", action="store_true")
     ap.add_argument("--out", default="")
@@ -170,10 +173,16 @@ def main(argv=None) -> int:
     result = {"platform": platform.platform(), "jax": jax.__version__, "device": str(jax.devices()[0])}
     if not a.throughput_only:
         if a.calibrate:
-            params, hist = calibrate.fit(s, steps=a.steps, lr=a.lr, log=lambda m: print(m, file=sys.stderr))
+            params, hist = calibrate.fit(s, steps=a.steps, lr=a.lr, log=lambda m: print(m, file=sys.stderr),
+                                         from_measured=a.from_measured)
             result["calibration"] = {"history": hist, "fitted": {k: float(v) for k, v in params.items()},
                                      "timing_literal": calibrate.timing_literal(params)}
             print(calibrate.timing_literal(params), file=sys.stderr)
+        result["beside_measurements"] = calibrate.beside_measurements(params)
+        print(f"{'parameter':<24} {'measured':>10} {'model':>10} {'ratio':>6}")
+        for r in result["beside_measurements"]:
+            print(f"{r['param']:<24} {r['measured']:>10.4g} {r['fitted']:>10.4g} {r['ratio']:>6.2f}"
+                  f"{'' if r['within'] else '  (outside 1/1.5..1.5)'}")
         rows = calibrate.evaluate(s, params)
         analytical_ladder(rows)
         result["accuracy"] = accuracy(rows)

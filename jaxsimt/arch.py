@@ -60,6 +60,9 @@ class Timing:
     mio_queue_cycles: float = 16.0  # shared-memory backlog beyond which shared instructions stall (mio_throttle)
     lsu_queue_cycles: float = 64.0  # L1 backlog beyond which global instructions stall (lg_throttle)
     block_launch_cycles: float = 200.0  # from a block slot freeing (or kernel start) to its next block's first issue
+    # an SM starts at most one block per this many cycles (its block dispatch; 0: no limit). Measured on the
+    # H200 (~143, docs/timing.md) but not yet part of any fit, so 0 everywhere until one includes it
+    block_dispatch_cycles: float = 0.0
     launch_overhead_us: float = 1.5  # kernel launch to first block and last block to completion, microseconds
 
 

@@ -88,7 +88,7 @@ def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str =
                    max_steps: int = timing.MAX_STEPS) -> list[Sample]:
     """The GEMM ladder's rungs at `sizes` (256: ncu cycles and time; larger: CUDA-event times), traced from
     the PTX the H200 ran (`ladder.trace_rung`)."""
-    from jaxsimt import fixtures, ladder
+    from jaxsimt import fixtures, kscale, ladder
 
     hw = fixtures.ncu_metrics(arch)
     meas = fixtures.timings(arch)
@@ -110,6 +110,9 @@ def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str =
             R = int(a["stats"]["active_blocks_per_sm"])
             t, n_ctas = ladder.trace_rung(rung, n, n, n, arch, R)
             work = timing.plan(t, arch, R, n_ctas, max_steps=max_steps)
+            if "stream_k" in t.meta and not kscale.window_within(t, timing.run(work, timing.params_of(arch))):
+                t, n_ctas = ladder.trace_rung(rung, n, n, n, arch, R, stream_k=n)  # the streams at n itself
+                work = timing.plan(t, arch, R, n_ctas, max_steps=max_steps)
             out.append(Sample(rung.name, "ladder", n, _split("ladder", n), work, cycles, ms))
     return out
 
@@ -208,12 +211,95 @@ LATENCY_LADDER = (("l2_latency", "l1_latency"), ("dram_latency", "l2_latency"))
 MAX_FACTOR = 3.0  # no parameter moves further than this factor from its starting value
 
 
-def constrained(base: dict, th: dict, max_factor: float = MAX_FACTOR) -> dict:
+MEASURED_FACTOR = 1.5  # a parameter with a micro-benchmark measurement moves at most this factor from it
+
+
+# measurements of the committed fixture that do not measure what they were meant to (see docs/timing.md)
+NOT_MEASURED = {"shared_cycles_per_wavefront": "the throughput kernel's shared loads did not depend on its loop "
+                                               "counter, so ptxas hoisted them (8 LDS for 256 FADD in its SASS)"}
+
+
+def launch_terms(arch: str = "h200") -> dict:
+    """The launch and block-dispatch terms from the empty-kernel launches profiled with ncu
+    (`timing_micro/ncu_launch.csv`): launch_overhead_us (a one-block launch's gpu__time_duration less its
+    SM's active cycles at the clock), block_launch_cycles (that one empty block's sm__cycles_active.max: its
+    dispatch to its exit) and block_dispatch_cycles (the slope of the busiest SM's active cycles over blocks
+    per SM from 64 to 256 blocks per SM: one SM takes a new block at most this often)."""
+    import csv
+    import io
+
+    from jaxsimt import fixtures
+
+    text = fixtures.path(arch, "timing_micro/ncu_launch.csv").read_text()
+    rows = list(csv.DictReader(io.StringIO("".join(ln for ln in text.splitlines(True) if ln.startswith('"')))))
+    num = lambda r, k: float(r[k].replace(",", ""))  # noqa: E731
+    clock = float(fixtures.timing_micro(arch)["clock_ghz"]["value"])
+    sms = int(fixtures.timing_micro(arch)["sms"]["value"])
+    runs = [r for r in rows if r.get("Grid Size", "").startswith("(")]
+    grid = lambda r: int(r["Grid Size"].strip("()").split(",")[0])  # noqa: E731
+    one = [r for r in runs if grid(r) == 1]
+    over = np.mean([num(r, "gpu__time_duration.sum") * 1e-3 - num(r, "sm__cycles_active.max") / (clock * 1e3)
+                    for r in one])
+    slopes = []
+    for block in sorted({r["Block Size"] for r in runs}):
+        pts = {grid(r) // sms: [] for r in runs if r["Block Size"] == block and grid(r) >= 64 * sms}
+        for r in runs:
+            if r["Block Size"] == block and grid(r) // sms in pts:
+                pts[grid(r) // sms].append(num(r, "sm__cycles_active.max"))
+        lo, hi = min(pts), max(pts)
+        slopes.append((np.mean(pts[hi]) - np.mean(pts[lo])) / (hi - lo))
+    return {"launch_overhead_us": float(over), "block_launch_cycles": float(np.mean([num(r, "sm__cycles_active.max")
+                                                                                    for r in one])),
+            "block_dispatch_cycles": float(np.mean(slopes))}
+
+
+def measured(arch: str = "h200") -> dict:
+    """{Timing field: value} measured by the micro-benchmarks (`fixtures.timing_micro`, `launch_terms`): the
+    fields the fit moves that a micro-benchmark measures ({} without the fixture; NOT_MEASURED left out)."""
+    from jaxsimt import fixtures
+
+    try:
+        m = fixtures.timing_micro(arch)
+    except fixtures.FixtureNotFound:
+        return {}
+    out = {r["param"]: float(r["value"]) for r in m.values()
+           if r.get("param") in FIT and r["param"] not in NOT_MEASURED}
+    try:
+        out.update({k: v for k, v in launch_terms(arch).items() if k in FIT})
+    except fixtures.FixtureNotFound:
+        pass
+    return out
+
+
+def measured_start(arch: str = "h200") -> "tuple[dict, dict]":
+    """(starting parameters with every measured field set to its measurement, {field: max factor}: within
+    MEASURED_FACTOR of a measurement, MAX_FACTOR of an unmeasured starting value)."""
+    base = dict(timing.starting_params(arch))
+    meas = measured(arch)
+    for k, v in meas.items():
+        base[k] = jnp.float32(v)
+    return base, {k: (MEASURED_FACTOR if k in meas else MAX_FACTOR) for k in FIT}
+
+
+def beside_measurements(params: dict, arch: str = "h200") -> list:
+    """Per measured field: measurement, the given (fitted) value, their ratio, and whether it is within
+    MEASURED_FACTOR."""
+    rows = []
+    for k, v in measured(arch).items():
+        f = float(params[k])
+        rows.append({"param": k, "measured": v, "fitted": f, "ratio": f / v if v else float("nan"),
+                     "within": 1 / MEASURED_FACTOR <= (f / v if v else 0) <= MEASURED_FACTOR})
+    return rows
+
+
+def constrained(base: dict, th: dict, max_factor: "float | dict" = MAX_FACTOR) -> dict:
     """The parameters for unconstrained log-scale offsets `th`: each fitted quantity is its starting value
-    times exp(log(max_factor) tanh(th / log(max_factor))) (within a factor max_factor of it, smooth, and
-    exp(th) near the start); the L2 and DRAM latencies are the level above's plus a fitted increment."""
-    b = jnp.log(jnp.float32(max_factor))
-    scale = {k: jnp.exp(b * jnp.tanh(th[k] / b)) for k in th}
+    times exp(log(f) tanh(th / log(f))) (within a factor f of it, smooth, and exp(th) near the start), f
+    `max_factor` (one for all, or a dict per field); the L2 and DRAM latencies are the level above's plus a
+    fitted increment."""
+    f = max_factor if isinstance(max_factor, dict) else {k: max_factor for k in th}
+    b = {k: jnp.log(jnp.float32(f[k])) for k in th}
+    scale = {k: jnp.exp(b[k] * jnp.tanh(th[k] / b[k])) for k in th}
     p = dict(base)
     for k in th:
         p[k] = base[k] * scale[k]
@@ -224,14 +310,18 @@ def constrained(base: dict, th: dict, max_factor: float = MAX_FACTOR) -> dict:
 
 
 def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 0.08, prior: float = 0.02,
-        log=print, on_step=None, max_factor: float = MAX_FACTOR):
+        log=print, on_step=None, max_factor: float = MAX_FACTOR, from_measured: bool = False):
     """Fit FIT (log scale, Adam) on the training samples. Returns (params, history of (step, loss, s)).
-    on_step(step, params): called after every update (e.g. to save the parameters so far)."""
+    on_step(step, params): called after every update (e.g. to save the parameters so far). from_measured:
+    start from the micro-benchmark measurements and keep each measured field within MEASURED_FACTOR of
+    its measurement (`measured_start`)."""
     import optax
 
     train = [s for s in samples if s.split == "train"]
     gs = groups(train)
     base = timing.starting_params(arch)
+    if from_measured:
+        base, max_factor = measured_start(arch)
     theta = {k: jnp.float32(0.0) for k in FIT}
 
     # the micro-kernels' times also fix the launch overhead: time - busiest SM's cycles at the clock

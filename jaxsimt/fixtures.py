@@ -210,3 +210,17 @@ def timings(arch: str = "h200") -> dict[tuple[str, int], dict]:
 def kernels_of(program: str, arch: str = "h200") -> list[str]:
     """Kernel names of one program (micro_shared, micro_global, micro_divergence, gemm_ladder)."""
     return [k for k, v in ncu_kernels(arch).items() if v.program == program]
+
+
+@functools.lru_cache(maxsize=None)
+def timing_micro(arch: str = "h200") -> dict[str, dict]:
+    """name -> {'value', 'unit', 'param', 'detail'}: the timing model's micro-benchmarks
+    (`kernels/cuda/micro_timing.cu`, `timing_micro/micro_timing.jsonl`): latencies in cycles, rates per SM
+    or per chip, empty-kernel launch times in microseconds; `param` names the `arch.Timing` field a
+    measurement gives (empty where it gives none)."""
+    out = {}
+    for line in _text(arch, "timing_micro/micro_timing.jsonl").splitlines():
+        if line.strip().startswith("{"):
+            r = json.loads(line)
+            out[r.pop("name")] = r
+    return out

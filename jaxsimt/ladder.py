@@ -10,10 +10,12 @@ are committed — the measured time beside the prediction. The prediction is the
 calibrated (the H200), else the analytical model's (`jaxsimt.cost`, always shown beside it).
 
     jaxsimt ladder [--arch h200] [--size 4096 4096 4096] [--json] [--plot FILE.png] [--html FILE.html]
-                   [--rungs a,b] [--cycle-level | --analytical-only]
+                   [--rungs a,b] [--cycle-level | --analytical-only] [--timeline FILE.json] [--workers N]
 """
 from __future__ import annotations
 
+import concurrent.futures
+import dataclasses
 import json
 import time
 from dataclasses import dataclass
@@ -74,12 +76,20 @@ def _shared_requests(per_instruction) -> int:
 def analyse(rung: LadderRung, M: int, N: int, K: int, arch: str, timing: bool = False) -> dict:
     """One rung's row: counters, the analytical model and (timing=True) the cycle-level model, whose
     prediction is then `predicted_ms` (the analytical one stays as `predicted_ms_analytical`)."""
+    t0 = time.perf_counter()
+    row = counters_row(rung, M, N, K, arch)
+    if timing:
+        with_timing(row, timing_of(rung, M, N, K, arch, int(row["stats"]["active_blocks_per_sm"])))
+    row["seconds"] = time.perf_counter() - t0
+    return row
+
+
+def counters_row(rung: LadderRung, M: int, N: int, K: int, arch: str) -> dict:
+    """One rung's row without the cycle-level model: counters and the analytical model's prediction."""
     from jaxsimt import cost
-    from jaxsimt.kernels.gemm import fast
 
     t0 = time.perf_counter()
-    stats, per_instr, classes = fast.gemm_stats(rung.name, rung.kernel(), M, N, K, arch=arch,
-                                                args=rung.args(M, N, K), launch_config=rung.launch_config)
+    stats, per_instr, classes = gemm_stats(rung, M, N, K, arch)
     flops = 2.0 * M * N * K
     fmas = 0.0 if rung.name == "wmma" else M * N * K
     ab = 2 if rung.name == "wmma" else 4
@@ -95,12 +105,8 @@ def analyse(rung: LadderRung, M: int, N: int, K: int, arch: str, timing: bool = 
     from jaxsimt.occupancy import occupancy as occ_fn
     occ = occ_fn(arch, int(stats["launch__block_size"]), int(stats["launch__registers_per_thread"]),
                  int(stats["launch__shared_mem_per_block_static"]))
-    cyc = {}
-    if timing:
-        cyc = timing_of(rung, M, N, K, arch, int(stats["active_blocks_per_sm"]))
-        pred = {**pred, "predicted_ms": cyc["predicted_ms"]}
     return {
-        "cycles": cyc.get("cycles"), "timing": cyc,
+        "cycles": None, "timing": {},
         "variant": rung.name, "why": rung.why, "size": [M, N, K], "arch": arch,
         "predicted_ms": pred["predicted_ms"], "predicted_ms_analytical": pred["predicted_ms_analytical"],
         "limiter": pred["limiter"], "gflops": flops / (pred["predicted_ms"] * 1e-3) / 1e9,
@@ -114,32 +120,95 @@ def analyse(rung: LadderRung, M: int, N: int, K: int, arch: str, timing: bool = 
     }
 
 
-def trace_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, source: str = "ptx"):
-    """The instruction trace of the blocks the busiest SM runs first (two rounds of its resident blocks,
-    or every block of a small grid), for the cycle-level model; returns (Trace, number of blocks).
+def with_timing(row: dict, cyc: dict) -> dict:
+    """A row's prediction from the cycle-level model's stats (`timing.summarize`)."""
+    M, N, K = row["size"]
+    row.update(cycles=cyc.get("cycles"), timing=cyc, predicted_ms=cyc["predicted_ms"],
+               gflops=2.0 * M * N * K / (cyc["predicted_ms"] * 1e-3) / 1e9)
+    return row
 
-    source "ptx" (default): the rung as nvcc compiled it (`kernels/ptx/gemm_ladder.ptx`, the program the
-    H200 ran), whose instruction stream is within about 1.2-1.4x of the SASS's warp instructions (1.8x for
-    wmma); "dsl": the DSL copy, whose memory behaviour is the same but which issues about 2.3x the SASS's
-    instructions (no address folding or strength reduction)."""
+
+def _cores() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+WORKERS = min(2, _cores())  # rungs emulated at once by `analyse_all`
+
+
+def analyse_all(todo: list, M: int, N: int, K: int, arch: str, timing: bool = False, step=None,
+                keep_replays: bool = False, workers: int = 0) -> "tuple[list, list]":
+    """Every rung's row, the cycle-level model's replays of all rungs done as one batch (`timing.run_many`:
+    one compilation). step(description): progress (2 steps per rung with timing, 1 without, and 1 for the
+    replay); workers: rungs emulated at once (default WORKERS). Returns (rows, replays: per rung (trace, work,
+    output) when keep_replays, else [])."""
+    from jaxsimt import kscale
+    from jaxsimt import timing as tm
+
+    step = step or (lambda *a, **k: None)
+
+    def one(r):
+        t0 = time.perf_counter()
+        row = counters_row(r, M, N, K, arch)
+        step(f"{r.name}: counters done")
+        tw = None
+        if timing:
+            R = int(row["stats"]["active_blocks_per_sm"])
+            t, n_ctas = trace_rung(r, M, N, K, arch, R)
+            tw = (t, tm.plan(t, arch, R, n_ctas))
+            step(f"{r.name}: instruction trace done")
+        row["seconds"] = time.perf_counter() - t0
+        return row, tw
+
+    # the rungs' emulations are independent: as many at once as there are cores (XLA compiles and runs
+    # outside Python's lock), at most WORKERS
+    with concurrent.futures.ThreadPoolExecutor(max(1, min(workers or WORKERS, len(todo)))) as pool:
+        done = list(pool.map(one, todo))
+    rows, traced = [d[0] for d in done], [d[1] for d in done]
+    replays = []
+    if timing:
+        step("the cycle-level model: replaying every rung", advance=0)
+        t0 = time.perf_counter()
+        params = tm.params_of(arch)
+        outs = tm.run_many([w for _, w in traced], params)
+        for r, row, (t, w), out in zip(todo, rows, traced, outs):
+            if not kscale.window_within(t, out):  # rare: the window outran the short streams
+                t, w, out = _replay(r, M, N, K, arch, int(row["stats"]["active_blocks_per_sm"]), params,
+                                    stream_k=4 * t.meta["stream_k"])
+            with_timing(row, tm.summarize(w, out, params, arch))
+            if keep_replays:
+                replays.append((t, w, out))
+        share = (time.perf_counter() - t0) / len(rows)
+        for row in rows:
+            row["seconds"] += share
+        step("replayed")
+    return rows, replays
+
+
+def _traced_launch(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, source: str,
+                   steps: int, rounds: int = 2):
+    """One traced run of the blocks the busiest SM runs first (`rounds` rounds of its resident blocks, see
+    `trace_rung`): (LaunchResult, n_ctas)."""
     import jaxsimt as js
     from jaxsimt import errors
+    from jaxsimt import kscale
     from jaxsimt import ptx
     from jaxsimt import timing
-    from jaxsimt import trace as tr
     from jaxsimt.arch import get_arch
     from jaxsimt.kernels import collection
-    from jaxsimt.kernels.gemm import fast
 
-    if source not in ("ptx", "dsl"):
-        raise ValueError(f"trace_rung: source must be 'ptx' or 'dsl', not {source!r}")
     a = get_arch(arch)
     grid, block = rung.launch_config(M, N, K)
     g = tuple(grid) + (1,) * (3 - len(tuple(grid)))
     n_ctas = int(np.prod(g))
-    ctas = timing.traced_blocks(n_ctas, blocks_per_sm, a.num_sms)
-    steps = 16 * K + 4096
-    kw = dict(arch=arch, ctas=ctas.tolist(), data=False, trace=True, blocks_per_wave=len(ctas))
+    ctas = timing.traced_blocks(n_ctas, blocks_per_sm, a.num_sms, rounds=rounds)
+    # short runs (K of kscale, small grids): compiling the loops into the machine costs more than it saves
+    kw = dict(arch=arch, ctas=ctas.tolist(), data=False, trace=True, blocks_per_wave=len(ctas),
+              **({"compile_budget": 0} if K <= kscale.K2 * 4 else {}))
     while True:
         try:
             if source == "ptx":
@@ -148,16 +217,104 @@ def trace_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_s
                                source_dirs=(collection.CUDA_DIR,), **kw)
             else:
                 r = js.launch(rung.kernel(), grid, block, rung.args(M, N, K), max_steps=steps, **kw)
-            break
+            return r, n_ctas
         except errors.StepBudgetExceeded:
             steps *= 4
+
+
+def _trace_steps(K: int) -> int:
+    return 16 * K + 4096  # the traced run's step budget (one compiled machine for every K up to it)
+
+
+def trace_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, source: str = "ptx",
+               stream_k: "int | None" = None):
+    """The instruction trace of the blocks the busiest SM runs first (two rounds of its resident blocks,
+    or every block of a small grid), for the cycle-level model; returns (Trace, number of blocks).
+
+    source "ptx" (default): the rung as nvcc compiled it (`kernels/ptx/gemm_ladder.ptx`, the program the
+    H200 ran), whose instruction stream is within about 1.2-1.4x of the SASS's warp instructions (1.8x for
+    wmma); "dsl": the DSL copy, whose memory behaviour is the same but which issues about 2.3x the SASS's
+    instructions (no address folding or strength reduction).
+
+    stream_k: where K is large (`kscale.applies`), the rung is traced at K = kscale.K1 and K = stream_k
+    (default kscale.K2) instead of K, and the trace at K extrapolated from the two (`kscale`): the same
+    streams up to the shorter one's end, every count and stream length exact; the replay must then stay
+    within the streams (`kscale.window_within`; `timing_of` checks it and traces longer streams if not)."""
+    from jaxsimt import kscale
+    from jaxsimt import timing
+    from jaxsimt import trace as tr
+    from jaxsimt.kernels.gemm import fast
+
+    if source not in ("ptx", "dsl"):
+        raise ValueError(f"trace_rung: source must be 'ptx' or 'dsl', not {source!r}")
     tile = fast.TILES[rung.name]
-    footprint = (tile.bm * K + K * tile.bn) * tile.ab_bytes + tile.bm * tile.bn * 4
+
+    def footprint(k):
+        return (tile.bm * k + k * tile.bn) * tile.ab_bytes + tile.bm * tile.bn * 4
+
     dram = tile.ab_bytes * (M * K + K * N) + 4 * M * N
-    t = tr.from_launch(r, footprint_bytes_per_block=footprint, dram_bytes=dram, max_len=timing.MAX_STEPS)
+    k2 = stream_k or kscale.K2
+    if kscale.applies(K, k2):
+        steps = _trace_steps(k2)
+        try:
+            # one round of resident blocks: a replay that stays within the streams' loops (checked) never
+            # sees a block end, so never a second round
+            (r1, n_ctas), (r2, _) = (_traced_launch(rung, M, N, k, arch, blocks_per_sm, source, steps, rounds=1)
+                                     for k in (kscale.K1, k2))
+            r2 = dataclasses.replace(r2, per_instruction=kscale.rows_at(r1.per_instruction, r2.per_instruction,
+                                                                        kscale.K1, k2, K))
+            # the memory fractions from the counts at K (what a trace at K computes)
+            t2 = tr.from_launch(r2, footprint_bytes_per_block=footprint(K), dram_bytes=dram, max_len=timing.MAX_STEPS)
+            t1 = tr.from_launch(r1, footprint_bytes_per_block=footprint(kscale.K1), dram_bytes=dram,
+                                max_len=timing.MAX_STEPS)
+            t = kscale.trace_at(t1, t2, kscale.K1, k2, K)
+        except kscale.NotAffine:
+            return trace_rung(rung, M, N, K, arch, blocks_per_sm, source, stream_k=K)
+    else:
+        r, n_ctas = _traced_launch(rung, M, N, K, arch, blocks_per_sm, source, _trace_steps(K))
+        t = tr.from_launch(r, footprint_bytes_per_block=footprint(K), dram_bytes=dram, max_len=timing.MAX_STEPS)
     t.meta["n_ctas"] = n_ctas
     t.meta["source"] = source
     return t, n_ctas
+
+
+def gemm_stats(rung: LadderRung, M: int, N: int, K: int, arch: str):
+    """`fast.gemm_stats` of a rung (every counter of the full launch, from one block per class), at a large
+    K from its counts at two small ones (`kscale`: exact where K is a multiple of kscale.ALIGN_K; the block
+    classes are then the same at all three sizes)."""
+    from jaxsimt import kscale
+    from jaxsimt.kernels.gemm import fast
+
+    def at(k):
+        return fast.gemm_stats(rung.name, rung.kernel(), M, N, k, arch=arch, args=rung.args(M, N, k),
+                               launch_config=rung.launch_config)
+
+    if kscale.applies(K):
+        (s1, p1, c1), (s2, p2, c2) = at(kscale.K1), at(kscale.K2)
+        if c1 == c2:
+            try:
+                return (kscale.stats_at(s1, s2, kscale.K1, kscale.K2, K),
+                        kscale.rows_at(p1, p2, kscale.K1, kscale.K2, K), c2)
+            except kscale.NotAffine:
+                pass
+    return at(K)
+
+
+def _replay(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, params, policy: str = "gto",
+            stream_k: "int | None" = None):
+    """(trace, work, output) of one rung's replay, its streams traced long enough for the replay's window
+    (`kscale.window_within`: stream_k x 4 until it holds, or the real K)."""
+    from jaxsimt import kscale
+    from jaxsimt import timing
+
+    k2 = stream_k or kscale.K2
+    while True:
+        t, n_ctas = trace_rung(rung, M, N, K, arch, blocks_per_sm, stream_k=k2)
+        work = timing.plan(t, arch, blocks_per_sm, n_ctas)
+        out = timing.run(work, params, policy)
+        if kscale.window_within(t, out):
+            return t, work, out
+        k2 *= 4
 
 
 def timing_of(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, params=None,
@@ -165,10 +322,9 @@ def timing_of(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm
     """The cycle-level model's prediction for one rung: cycles, predicted_ms, stall reasons."""
     from jaxsimt import timing
 
-    t, n_ctas = trace_rung(rung, M, N, K, arch, blocks_per_sm)
     params = params if params is not None else timing.params_of(arch)
-    work = timing.plan(t, arch, blocks_per_sm, n_ctas)
-    return timing.summarize(work, timing.run(work, params, policy), params, arch)
+    t, work, out = _replay(rung, M, N, K, arch, blocks_per_sm, params, policy)
+    return timing.summarize(work, out, params, arch)
 
 
 def measured_ms(arch: str, M: int, N: int, K: int) -> dict:
@@ -242,6 +398,24 @@ def _store_rows(path: str, rows) -> None:
 SIZE_LIMIT = 1 << 15
 
 
+def write_timeline(path: str, todo: list, replays: list, arch: str, M: int, N: int, K: int) -> None:
+    """The rungs' replays as one trace-event file (`jaxsimt.timeline`): per rung its busiest simulated SM."""
+    from jaxsimt import timeline
+    from jaxsimt import timing as tm
+
+    clock = float(tm.params_of(arch)["clock_ghz"])
+    evs, dropped = [], 0
+    per_rung = timeline.MAX_EVENTS // max(len(replays), 1)
+    for i, (r, (t, w, out)) in enumerate(zip(todo, replays)):
+        busiest = int(np.argmax(np.asarray(out["cycles"])))
+        e, d = timeline.events(out, clock, t.program, label=f"{r.name}: ", pid0=i, sms=[busiest], sm_ids=w.sms,
+                               max_events=per_rung)
+        evs += e
+        dropped += d
+    timeline.write(path, timeline.document(evs, dropped, kernel="gemm ladder", arch=arch, size=[M, N, K]))
+
+
+
 @command("ladder")
 def main(argv=None) -> int:
     from jaxsimt.command import ArgumentParser, add_arch, check_output_file
@@ -268,6 +442,12 @@ def main(argv=None) -> int:
                     help="run the cycle-level timing model even without calibrated parameters for --arch")
     ap.add_argument("--analytical-only", action="store_true",
                     help="skip the cycle-level model (faster: no instruction traces); predicted_ms is the analytical one")
+    ap.add_argument("--timeline", default="", metavar="FILE.json",
+                    help="write each rung's issue timeline (the cycle-level model's busiest SM) to FILE.json in the "
+                         "Chrome / Perfetto trace-event format: one process per rung, a track per scheduler and warp")
+    ap.add_argument("--workers", type=int, default=0, metavar="N",
+                    help=f"rungs emulated at once (default: {WORKERS}, the smaller of 2 and the cores this process "
+                         "may use)")
     ap.add_argument("--recompute", action="store_true",
                     help="compute again rows that an earlier command computed with the same code (kept in "
                          "$XDG_CACHE_HOME/jaxsimt/ladder)")
@@ -280,6 +460,8 @@ def main(argv=None) -> int:
     unknown = [r for r in wanted if r not in names]
     if unknown:
         raise UsageError(f"--rungs: unknown rung {unknown[0]!r} (one of {', '.join(names)})")
+    if args.workers < 0:
+        raise UsageError(f"--workers {args.workers}: must be at least 1 (or 0: the default)")
     if args.cycle_level and args.analytical_only:
         raise UsageError("--cycle-level and --analytical-only exclude each other")
     to_file = args.json not in (None, "-")
@@ -293,6 +475,12 @@ def main(argv=None) -> int:
 
     cycle_level = (args.cycle_level or get_arch(args.arch).timing_fitted is not None) and not args.analytical_only
 
+    if args.timeline:
+        if not cycle_level:
+            raise UsageError("--timeline needs the cycle-level model (not with --analytical-only; --cycle-level "
+                             "for an architecture without calibrated timing parameters)")
+        check_output_file(args.timeline, "--timeline")
+
     from rich.console import Console
 
     console = Console(stderr=args.json == "-", width=min(Console().width, TABLE_WIDTH) if Console().is_terminal
@@ -300,21 +488,23 @@ def main(argv=None) -> int:
     todo = [r for r in rungs() if not wanted or r.name in wanted]
     cache = _cache_path({"arch": args.arch, "size": [M, N, K], "rungs": [r.name for r in todo],
                          "cycle_level": cycle_level})
-    rows = None if args.recompute else _load_rows(cache)
+    rows = None if args.recompute or args.timeline else _load_rows(cache)
     if rows is None:
-        rows = []
         from jaxsimt.progress import task_progress
 
-        with task_progress(len(todo), False if args.json is not None else None,
+        n_steps = len(todo) * (2 if cycle_level else 1) + (1 if cycle_level else 0)
+        with task_progress(n_steps, False if args.json is not None else None,
                            f"emulating the ladder at {M}x{N}x{K}") as bar:
-            for r in todo:
+            def step(description: str = "", advance: int = 1) -> None:
                 if bar is not None:
-                    bar.describe(f"ladder {M}x{N}x{K}: {r.name}")
-                rows.append(analyse(r, M, N, K, args.arch, timing=cycle_level))
-                if bar is not None:
-                    bar.advance()
+                    bar.advance(advance, f"ladder {M}x{N}x{K}: {description}" if description else None)
+
+            rows, replays = analyse_all(todo, M, N, K, args.arch, timing=cycle_level, step=step,
+                                        keep_replays=bool(args.timeline), workers=args.workers)
         rows = json.loads(json.dumps(rows, default=float))  # the same plain numbers whether computed or cached
         _store_rows(cache, rows)
+        if args.timeline:
+            write_timeline(args.timeline, todo, replays, args.arch, M, N, K)
     meas = measured_ms(args.arch, M, N, K)
     for row in rows:
         row["measured_ms"] = meas.get(row["variant"])

@@ -23,8 +23,8 @@ import sys
 import numpy as np
 
 from jaxsimt import types as T
-from jaxsimt.command import (ArgumentParser, add_arch, check_input_file, check_output_dir, command, human_bytes,
-                             memory_budget)
+from jaxsimt.command import (ArgumentParser, add_arch, check_input_file, check_output_dir, check_output_file,
+                             command, human_bytes, memory_budget)
 from jaxsimt.errors import UsageError
 
 _ARRAY = re.compile(r"^(\w+)\[([^\]]*)\]:(.+)$")
@@ -358,6 +358,9 @@ def parser(prog: str = "jaxsimt run", description: str | None = None, file_requi
                    help="L1/shared split: preferred shared memory per SM in KB (default: the largest allowed)")
     p.add_argument("--no-timing", action="store_true",
                    help="skip the cycle-level timing model (cycles, predicted_ms, stall reasons)")
+    p.add_argument("--timeline", metavar="FILE.json", default="",
+                   help="write the cycle-level model's issue timeline to FILE.json in the Chrome / Perfetto "
+                        "trace-event format (one track per SM scheduler and warp slot, stall reasons as slices)")
     return p
 
 
@@ -626,6 +629,11 @@ def launch_from_args(a, trace: bool = False, progress=None, source_dirs=()):
         raise UsageError(f"--dynamic-smem {a.dynamic_smem}: must be at least 0 bytes")
     if a.regs is not None and a.regs < 1:
         raise UsageError(f"--regs {a.regs}: must be at least 1")
+    if a.timeline:
+        if a.no_timing or not _has_timing(a.arch):
+            why = "--no-timing given" if a.no_timing else f"none for --arch {a.arch}"
+            raise UsageError(f"--timeline needs the cycle-level timing model ({why})")
+        check_output_file(a.timeline, "--timeline")
 
     from jaxsimt import ptx
 
@@ -663,6 +671,10 @@ def main(argv) -> int:
     res, largs = ran
     if a.save_outputs:
         save_outputs(a.save_outputs, res, largs)
+    if a.timeline:
+        from jaxsimt import timeline
+
+        timeline.of_launch(res, a.timeline)
     if a.json:
         out = {"kernel": res.kernel, "arch": res.arch, "grid": list(res.grid), "block": list(res.block),
                "stats": res.stats}

@@ -138,13 +138,17 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
     n_first = jnp.minimum(R, n_queue)
     rb = jnp.arange(RB, dtype=jnp.int32)
     slot_tb = jnp.where(rb < n_first, queue[jnp.minimum(rb, queue.shape[0] - 1)], -1)
+    # the first blocks start block_dispatch_cycles apart (all at t0 without a dispatch limit)
+    disp_dt = p["block_dispatch_cycles"]
+    start0 = t0 + rb.astype(jnp.float32) * disp_dt
     f0 = jnp.float32(0)
     c = dict(
         t_sched=jnp.zeros(NSCH, jnp.float32), last=jnp.full(NSCH, -1, jnp.int32),
         pipe=jnp.zeros((NSCH, tr.N_CLASSES), jnp.float32), mio=f0, l1=f0, l2=f0, dram=f0,
-        slot_tb=slot_tb, slot_start=jnp.full(RB, t0), qnext=n_first,
-        pos=jnp.zeros(WS, jnp.int32), wfree=jnp.full(WS, t0), wreason=jnp.full(WS, NOINST, jnp.int32),
-        last_issue=jnp.full(WS, t0 - 1.0), reg_t=jnp.zeros((WS, NR), jnp.float32),
+        slot_tb=slot_tb, slot_start=start0, qnext=n_first,
+        disp=t0 + (n_first - 1).astype(jnp.float32) * disp_dt,  # when the SM last started a block
+        pos=jnp.zeros(WS, jnp.int32), wfree=start0[bslot], wreason=jnp.full(WS, NOINST, jnp.int32),
+        last_issue=start0[bslot] - 1.0, reg_t=jnp.zeros((WS, NR), jnp.float32),
         reg_k=jnp.full((WS, NR), WAIT, jnp.int32), bar=jnp.zeros(WS, bool), bar_t=jnp.zeros(WS, jnp.float32),
         done=jnp.zeros(WS, bool), wend=jnp.zeros(WS, jnp.float32), age=(bslot * wpb + wib).astype(jnp.int32),
         stall=jnp.zeros((WS, len(REASONS)), jnp.float32), end_t=f0, occ=f0, issued=jnp.int32(0),
@@ -260,8 +264,9 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         more = c["qnext"] < n_queue
         nxt = jnp.where(more, queue[jnp.minimum(c["qnext"], queue.shape[0] - 1)], -1)
         slot_tb_new = c["slot_tb"].at[bs].set(jnp.where(blk_done, nxt, c["slot_tb"][bs]))
-        start = blk_end + p["block_launch_cycles"]
+        start = jnp.maximum(blk_end + p["block_launch_cycles"], jnp.where(disp_dt > 0, c["disp"] + disp_dt, -_INF))
         slot_start = c["slot_start"].at[bs].set(jnp.where(blk_done, start, c["slot_start"][bs]))
+        disp = jnp.where(blk_done & more, start, c["disp"])
         qnext = c["qnext"] + (blk_done & more).astype(jnp.int32)
         fresh = members & blk_done
         pos = jnp.where(fresh, 0, pos)
@@ -272,7 +277,8 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         reg_t = jnp.where(fresh[:, None], 0.0, reg_t)
         age = jnp.where(fresh, c["qnext"] * wpb + wib, c["age"])
         c2 = dict(t_sched=t_sched, last=last, pipe=pipe, mio=mio, l1=l1, l2=l2, dram=dram, slot_tb=slot_tb_new,
-                  slot_start=slot_start, qnext=qnext, pos=pos, wfree=wfree, wreason=wreason, last_issue=last_issue,
+                  slot_start=slot_start, qnext=qnext, disp=disp, pos=pos, wfree=wfree, wreason=wreason,
+                  last_issue=last_issue,
                   reg_t=reg_t, reg_k=reg_k, bar=bar, bar_t=bar_t, done=done, wend=wend, age=age, stall=stall,
                   end_t=end_t, occ=occ, issued=c["issued"] + upd.astype(jnp.int32))
         gap_reason = reasons[jnp.argmax(amounts[:4])]
@@ -400,6 +406,61 @@ def run(work: Work, params: dict, policy: str = "gto") -> dict:
                   jnp.asarray(work.total), pol, shape=work.shape, n_regs=work.n_regs)
 
 
+def _pad_to(a, shape, value):
+    a = np.asarray(a)
+    return a if a.ndim == 0 else np.pad(a, [(0, s - d) for s, d in zip(shape, a.shape)], constant_values=value)
+
+
+_PAD = {"pcs": -1, "dst": -1, "src": -1, "cls": tr.ALU}
+
+
+def stack(works: list) -> tuple:
+    """Works padded to one replay shape and stacked on a leading batch axis [B, ...]: (shape, n_regs, kernel
+    arrays, queues, n_queue, share, total). Padding never issues: padded warps and SMs have empty streams
+    and queues, padded register slots are never read."""
+    shape = Shape(max(w.shape.warp_slots for w in works), max(w.shape.block_slots for w in works),
+                  works[0].shape.schedulers, max(w.shape.steps for w in works), max(w.shape.inner for w in works))
+    kern = {}
+    for key in works[0].kernel:
+        arrs = [np.asarray(w.kernel[key]) for w in works]
+        shp = tuple(max(a.shape[d] for a in arrs) for d in range(arrs[0].ndim))
+        kern[key] = jnp.asarray(np.stack([_pad_to(a, shp, _PAD.get(key, 0)) for a in arrs]))
+    M = max(w.queues.shape[0] for w in works)
+    Q = max(w.queues.shape[1] for w in works)
+    return (shape, max(w.n_regs for w in works), kern,
+            jnp.asarray(np.stack([_pad_to(w.queues, (M, Q), -1) for w in works])),
+            jnp.asarray(np.stack([_pad_to(w.n_queue, (M,), 0) for w in works])),
+            jnp.asarray(np.stack([_pad_to(w.share, (M,), 1.0) for w in works])),
+            jnp.asarray(np.stack([_pad_to(w.total, (M,), 0.0) for w in works])))
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "n_regs"))
+def _replay_batch(params, kern, queues, n_queue, share, total, policy, shape: Shape, n_regs: int):
+    f = lambda k, q, n, sh, to: replay_sms(params, k, q, n, sh, to, policy, shape, n_regs)  # noqa: E731
+    return jax.vmap(f)(kern, queues, n_queue, share, total)
+
+
+def run_many(works: list, params: dict, policy: str = "gto") -> list:
+    """`run` of several planned kernels as one compiled, vmapped replay (their shapes padded to the largest):
+    one compilation instead of one per shape. Returns each kernel's per-SM results, cut to its own SMs and
+    steps (the same numbers `run` gives each alone, its window steps issuing the same instructions)."""
+    pol = jnp.int32(POLICIES.index(policy))
+    res = [None] * len(works)
+    by_window = {}  # the window (steps) sets the extrapolation: only works of one window share a replay
+    for i, w in enumerate(works):
+        by_window.setdefault((w.shape.steps, w.shape.inner), []).append(i)
+    for idx in by_window.values():
+        shape, n_regs, kern, queues, n_queue, share, total = stack([works[i] for i in idx])
+        out = _replay_batch(params, kern, queues, n_queue, share, total, pol, shape=shape, n_regs=n_regs)
+        for b, i in enumerate(idx):
+            M, WS = works[i].queues.shape[0], works[i].shape.warp_slots
+            one = {k: v[b, :M] for k, v in out.items() if k != "timeline"}
+            one["stall"] = one["stall"][:, :WS]
+            one["timeline"] = tuple(y[b, :M] for y in out["timeline"])
+            res[i] = one
+    return res
+
+
 def kernel_cycles(work: Work, params: dict, policy: str = "gto"):
     """Cycles of the whole kernel (its slowest SM): a differentiable scalar of `params`."""
     return jnp.max(run(work, params, policy)["cycles"])
@@ -447,12 +508,13 @@ def predict(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, params: Optiona
 MAX_TRACED_BLOCKS = 32
 
 
-def traced_blocks(n_ctas: int, blocks_per_sm: int, num_sms: int, limit: int = MAX_TRACED_BLOCKS) -> np.ndarray:
+def traced_blocks(n_ctas: int, blocks_per_sm: int, num_sms: int, limit: int = MAX_TRACED_BLOCKS,
+                  rounds: int = 2) -> np.ndarray:
     """Blocks to trace: all when the grid has at most `limit`, else the first blocks the busiest SM runs
-    (i, i + num_sms, ...): two rounds of its resident blocks, whose streams stand for the others."""
+    (i, i + num_sms, ...): `rounds` rounds of its resident blocks, whose streams stand for the others."""
     if n_ctas <= limit:
         return np.arange(n_ctas)
-    n = min(-(-n_ctas // num_sms), max(2 * blocks_per_sm, 1), limit)
+    n = min(-(-n_ctas // num_sms), max(rounds * blocks_per_sm, 1), limit)
     return np.arange(n) * num_sms
 
 

@@ -189,6 +189,9 @@ def test_ladder_errors(tmp_path, capsys):
     fails(capsys, ["ladder", "--plot", str(tmp_path)], "--plot", "folder")
     fails(capsys, ["ladder", "--json", str(tmp_path / "no" / "rows.json")], "--json", "does not exist")
     fails(capsys, ["ladder", "--cycle-level", "--analytical-only"], "--cycle-level", "--analytical-only")
+    fails(capsys, ["ladder", "--analytical-only", "--timeline", str(tmp_path / "t.json")], "--timeline")
+    fails(capsys, ["ladder", "--timeline", str(tmp_path)], "--timeline", "folder")
+    fails(capsys, ["ladder", "--workers", "-1"], "--workers")
 
 
 def test_ladder_help_shows_rungs_size_and_arch(capsys):
@@ -327,12 +330,12 @@ def test_ladder_computes_once_for_the_table_and_the_json(monkeypatch, tmp_path, 
 
     calls = []
 
-    def fake_analyse(rung, M, N, K, arch, timing=False):
-        calls.append(rung.name)
-        return dict(_ladder_row(rung.name, 1.0), timing={}, cycles=None)
+    def fake_analyse_all(todo, M, N, K, arch, timing=False, **kw):
+        calls.extend(r.name for r in todo)
+        return [dict(_ladder_row(r.name, 1.0), timing={}, cycles=None) for r in todo], []
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(ladder, "analyse", fake_analyse)
+    monkeypatch.setattr(ladder, "analyse_all", fake_analyse_all)
     argv = ["ladder", "--size", "32", "32", "32", "--rungs", "naive_coalesced", "--analytical-only"]
     assert cli.main(argv + ["--json", str(tmp_path / "rows.json")]) == 0  # the table and the file, one computation
     assert "GEMM ladder" in capsys.readouterr().out and calls == ["naive_coalesced"]

@@ -127,6 +127,14 @@ def test_occupancy_limits_dispatch_of_more_blocks_than_fit():
     assert four["timing__achieved_occupancy"] > two["timing__achieved_occupancy"]
 
 
+def test_an_sm_starts_one_block_per_dispatch_interval():
+    # block_dispatch_cycles D = 100, far longer than one block's 3F + 2 cycles: block k starts at B + kD,
+    # whether the four fit at once (4 resident) or the last two wait for a slot (2 resident)
+    for resident in (4, 2):
+        st = run(chain, 4, 32, resident, p=params(block_dispatch_cycles=100.0))[0]
+        assert st["cycles"] == pytest.approx(B + 3 * 100.0 + 3 * F + 2), resident
+
+
 def test_gto_and_lrr_order_two_warps_differently():
     _, t, out = run(independent, 1, 64, 1, policy="gto")
     _, gto_warps, _ = issues(t, out)
