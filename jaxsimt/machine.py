@@ -543,7 +543,8 @@ class Machine:
         self.t_pc = jnp.asarray([pc0 + len(b.instrs) for b, (pc0, _) in zip(program.blocks, self.block_pcs)], jnp.int32)
         self.uses_ro_cache = self.options.ro_cache is not None and rocache.used_by(program)
         self._jitted = exact.jit(self._run_wave, donate_argnums=(0,))
-        self._compiled = None
+        self._executables: dict = {}  # argument shapes -> compiled wave
+        self._compiled = None  # the one last run
 
     @staticmethod
     def prepare(program: Program, options: Options) -> Program:
@@ -639,9 +640,14 @@ class Machine:
         """Run one wave (compiled on first use). Returns (gmem, counters, fault, steps, trace, where): where =
         (pc [W] of each unfinished warp's top entry or -1, stack depth [W], recent blocks [RECENT], steps)."""
         if not jax.config.jax_disable_jit:
+            # one executable per argument shape: launches of one machine differ in their block tables' length
+            # (the number of waves)
+            key = tuple((jnp.shape(x), jnp.result_type(x)) for x in jax.tree_util.tree_leaves((gmem, counters, dyn)))
+            self._compiled = self._executables.get(key)
             if self._compiled is None:
                 opts = {} if self.options.optimize else {"xla_backend_optimization_level": 0}
                 self._compiled = self._jitted.lower(gmem, counters, wave, dyn, zero).compile(compiler_options=opts)
+                self._executables[key] = self._compiled
             return self._compiled(gmem, counters, wave, dyn, zero)
         return self._run_wave(gmem, counters, wave, dyn, zero)
 
