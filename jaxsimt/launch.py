@@ -393,7 +393,11 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                     raise _fault_error(prog, m, geo, grid, sizes, fault, max_steps, cta_table, default_budget=default_budget)
                 traces = []
             else:
-                dyn = dyn._replace(ctas=jnp.asarray(cta_table))
+                # the table padded to a power of two of waves (padding blocks start finished and are never run):
+                # launches of one machine with similar numbers of waves share one compiled wave
+                padded = np.full(_pow2(n_waves) * cpw, n_items * n_ctas, np.int32)
+                padded[:cta_table.size] = cta_table
+                dyn = dyn._replace(ctas=jnp.asarray(padded))
                 cnt = m.zero_counters()
                 traces, total_steps = [], 0
                 ctx = jax.disable_jit() if not jit else _nullcontext()

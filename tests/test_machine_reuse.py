@@ -21,3 +21,16 @@ def test_a_second_grid_size_runs_on_the_same_machine():
     machines = inc.program.__dict__["_machines"]
     assert len(machines) == 1  # one machine, two executables (2 and 8 waves)
     assert len(next(iter(machines.values()))._executables) == 2
+
+
+def test_numbers_of_waves_of_one_size_class_share_a_compiled_wave():
+    @js.kernel
+    def twice(x: Ptr[f32]):
+        i = js.global_thread_index()
+        x[i] = x[i] * 2.0
+
+    for blocks in (5, 6, 7, 8):  # 5 to 8 waves: the block table is padded to 8 waves
+        r = js.launch(twice, blocks, 32, (np.ones(blocks * 32, np.float32),), blocks_per_wave=1)
+        assert r["x"].tolist() == [2.0] * (blocks * 32)
+    (m,) = twice.program.__dict__["_machines"].values()
+    assert len(m._executables) == 1
