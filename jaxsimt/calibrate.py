@@ -122,16 +122,6 @@ def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str =
 # ---------------------------------------------------------------------------------------------
 
 
-def _pad_to(a, shape, value):
-    a = np.asarray(a)
-    if a.ndim == 0:
-        return a
-    return np.pad(a, [(0, s - d) for s, d in zip(shape, a.shape)], constant_values=value)
-
-
-_PAD = {"pcs": -1, "dst": -1, "src": -1, "cls": tr.ALU}
-
-
 @dataclass
 class Group:
     shape: timing.Shape
@@ -154,22 +144,8 @@ def groups(samples: list[Sample]) -> list[Group]:
         by.setdefault(key, []).append(i)
     out = []
     for idx in by.values():
-        ws = [samples[i].work for i in idx]
-        shape = timing.Shape(max(w.shape.warp_slots for w in ws), max(w.shape.block_slots for w in ws),
-                             ws[0].shape.schedulers, max(w.shape.steps for w in ws), max(w.shape.inner for w in ws))
-        n_regs = max(w.n_regs for w in ws)
-        kern = {}
-        for k in ws[0].kernel:
-            arrs = [np.asarray(w.kernel[k]) for w in ws]
-            shp = tuple(max(a.shape[d] for a in arrs) for d in range(arrs[0].ndim))
-            kern[k] = jnp.asarray(np.stack([_pad_to(a, shp, _PAD.get(k, 0)) for a in arrs]))
-        M = max(w.queues.shape[0] for w in ws)
-        Q = max(w.queues.shape[1] for w in ws)
-        out.append(Group(shape, n_regs, kern,
-                         jnp.asarray(np.stack([_pad_to(w.queues, (M, Q), -1) for w in ws])),
-                         jnp.asarray(np.stack([_pad_to(w.n_queue, (M,), 0) for w in ws])),
-                         jnp.asarray(np.stack([_pad_to(w.share, (M,), 1.0) for w in ws])),
-                         jnp.asarray(np.stack([_pad_to(w.total, (M,), 0.0) for w in ws])), idx))
+        shape, n_regs, kern, queues, n_queue, share, total = timing.stack([samples[i].work for i in idx])
+        out.append(Group(shape, n_regs, kern, queues, n_queue, share, total, idx))
     return out
 
 
