@@ -568,8 +568,8 @@ class Machine:
         # The register files hold the registers live across blocks, every operand of an interpreted block and
         # every register a store or atomic names (the memory stage reads and writes them there).
         state = set(cross_block_registers(program))
-        state |= {x.index for _, ops in shapes + mem_shapes for x in ops if isinstance(x, Reg)}
-        for b in mem_blocks:
+        state |= {x.index for _, ops in shapes for x in ops if isinstance(x, Reg)}
+        for b in mem_blocks:  # its template's operands among them
             state |= memstage.registers(self.mem_ins[b.index])
         self.state_regs = [program.regs[i] for i in sorted(state)]
         self.files = sorted({r.dtype.np_dtype for r in self.state_regs}, key=str)
