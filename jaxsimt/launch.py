@@ -383,7 +383,9 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
             dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(np.asarray(bases, np.int64)),
                       jnp.asarray(np.asarray(sizes, np.int64)), tuple(jnp.asarray(s) for s in scalars), None,
                       jnp.asarray(tex_dims))
-            cta_table = np.full(n_waves * cpw, n_items * n_ctas, np.int32)
+            # one device: the table padded to a power of two of waves (padding blocks start finished and are never
+            # run), so that launches of one machine with similar numbers of waves share one compiled wave
+            cta_table = np.full((n_waves if devices is not None else _pow2(n_waves)) * cpw, n_items * n_ctas, np.int32)
             cta_table[:fused.size] = fused
             gm = jnp.asarray(gmem.view(np.uint32))
             if devices is not None:
@@ -393,11 +395,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                     raise _fault_error(prog, m, geo, grid, sizes, fault, max_steps, cta_table, default_budget=default_budget)
                 traces = []
             else:
-                # the table padded to a power of two of waves (padding blocks start finished and are never run):
-                # launches of one machine with similar numbers of waves share one compiled wave
-                padded = np.full(_pow2(n_waves) * cpw, n_items * n_ctas, np.int32)
-                padded[:cta_table.size] = cta_table
-                dyn = dyn._replace(ctas=jnp.asarray(padded))
+                dyn = dyn._replace(ctas=jnp.asarray(cta_table))
                 cnt = m.zero_counters()
                 traces, total_steps = [], 0
                 ctx = jax.disable_jit() if not jit else _nullcontext()
