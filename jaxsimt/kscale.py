@@ -107,7 +107,7 @@ def same_prefix(t1, t2) -> np.ndarray:
 
 def window_within(t, out) -> bool:
     """Whether a replay (`timing.run` output) of a trace from `trace_at` issued, for every traced warp, fewer
-    fewer instructions than its K2 stream shares with the full one (then the full streams give the same replay)."""
+    instructions than its K2 stream shares with the full one (then the full streams give the same replay)."""
     if "stream_length" not in t.meta:
         return True
     pc, warp = np.asarray(out["timeline"][3]), np.asarray(out["timeline"][4])
