@@ -63,6 +63,13 @@ class FaultCode(enum.IntEnum):
     STEP_BUDGET = 7
     OOB_LOCAL = 8
     WARP_SYNC = 9  # a warp-synchronous Tensor Core instruction with lanes missing
+    WRONG_SPACE = 10  # a shared or local variable's address used as a global one
+    RACE = 11  # two unordered accesses of one word by threads of different warps or blocks, one a plain write
+    WARP_HAZARD = 12  # the same between lanes of one warp with no __syncwarp between (a race under ITS)
+    UNINIT = 13  # a read of memory no thread wrote and the host did not give
+    BARRIER_SKIPPED = 14  # threads run past a block barrier others of their block wait at
+    BARRIER_MISMATCH = 15  # the threads a block barrier releases wait at different barrier instructions
+    SYNC_MASK = 16  # a warp-synchronous instruction whose member mask names lanes that do not execute it
 
 
 NONE, OOB_GLOBAL, OOB_SHARED, MISALIGNED, DIVERGENT_BARRIER, STACK_OVERFLOW, DEADLOCK, STEP_BUDGET, OOB_LOCAL = (
@@ -88,3 +95,5 @@ class WarpSyncError(SimtError):
 
 WARP_SYNC = FaultCode.WARP_SYNC
 FAULT_CLASS[WARP_SYNC] = WarpSyncError
+WRONG_SPACE = FaultCode.WRONG_SPACE
+FAULT_CLASS[WRONG_SPACE] = MemoryFault

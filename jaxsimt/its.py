@@ -176,8 +176,10 @@ class ItsMachine(Machine):
         mask = self.pack(active)
 
         item = self.item_of_warp(wave, dyn)
+        if s.findings:
+            s = s._replace(findings=self.sync_before(s.findings, b, active, live, wave, s.steps))
         s, taken = self._run_block(b, fns, s, active, wave, dyn)
-        fault = s.fault
+        fault, findings = s.fault, s.findings
 
         kind, target, fall = self.t_kind[b], self.t_target[b], self.t_fall[b]
         taken_l = self.unpack(taken) & active
@@ -192,6 +194,10 @@ class ItsMachine(Machine):
         # bar.sync releases when every live lane of the thread block waits
         live = pcs != exit_pc
         cta_done = (bar | ~live).reshape(g.ctas_per_wave, -1).all(axis=1)
+        if findings:
+            findings = findings._replace(bar_block=jnp.where(active & (kind == TermKind.BARRIER), b,
+                                                             findings.bar_block))
+            findings = self.sync_release(findings, cta_done & bar.reshape(g.ctas_per_wave, -1).any(axis=1), wave)
         bar = bar & ~cta_done[self.cta_of_warp][:, None]
         # deadlock: live lanes, none ready (waiting at a barrier or held at a warp sync forever)
         dead = ~jnp.any(ready) & jnp.any(live)
@@ -203,7 +209,7 @@ class ItsMachine(Machine):
             trace = (tb.at[s.steps].set(b, mode="drop"), tm.at[s.steps].set(mask, mode="drop"),
                      tsp.at[s.steps].set(groups, mode="drop"))
         return s._replace(
-            fault=fault, stack=Lanes(pcs, bar, yielded, jnp.where(ready & ~sel, lanes.age + 1, 0)), exited=exited,
+            fault=fault, findings=findings, stack=Lanes(pcs, bar, yielded, jnp.where(ready & ~sel, lanes.age + 1, 0)), exited=exited,
             steps=s.steps + 1, trace=trace, recent=s.recent.at[s.steps % RECENT].set(b),
             warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
             thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
@@ -219,11 +225,11 @@ class ItsMachine(Machine):
         fns = self.branches()
 
         def cond(s: State):
-            return jnp.any(s.stack.pc != self.exit_pc) & (s.fault.code == errors.NONE) & (s.steps < self.options.max_steps)
+            return jnp.any(s.stack.pc != self.exit_pc) & ~self.stop(s) & (s.steps < self.options.max_steps)
 
         s = lax.while_loop(cond, lambda s: self._step(s, wave, dyn, fns), s0)
         live = s.stack.pc != self.exit_pc
-        fault = s.fault.unless(jnp.any(live), Fault.of(errors.STEP_BUDGET, wave))
+        fault = s.fault.unless(jnp.any(live) & ~self.stop(s), Fault.of(errors.STEP_BUDGET, wave))
         counters = Counters(s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
         where = (jnp.where(live, s.stack.pc, -1), pc_groups(s.stack.pc, live, self.NB + 1), s.recent, s.steps)
-        return s.gmem, counters, fault, s.steps, s.trace, where
+        return self.gmem_out(s), counters, fault, s.steps, s.trace, where, s.findings

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsimt import constcache, errors, generic, regbanks, rocache, texture, validate_args  # generic, texture: their ops
+from jaxsimt import constcache, errors, generic, regbanks, rocache, sanitizer, texture, validate_args  # generic, texture: their ops
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
 from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
@@ -67,6 +67,8 @@ class LaunchResult:
     timing: Optional[dict] = field(repr=False, default=None)  # the cycle-level replay (launch(timing=True))
     # what `launch` ran (kernel, args as given, options): the report replays one block for its memory view
     inputs: Optional[dict] = field(repr=False, default=None)
+    # the sanitizer's findings (launch(check=..., collect=True)): sanitizer.Finding each
+    findings: list = field(repr=False, default_factory=list)
 
     def memory_table(self) -> str:
         """The per-instruction memory table (global requests/sectors, shared wavefronts/conflicts)."""
@@ -239,7 +241,7 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
            data: bool = True, local_bytes: int = 0, devices=None, timing: bool = False,
            mode: str = "stack",
            carveout: Optional[int] = None, compile_budget: Optional[int] = COMPILE_BUDGET,
-           progress: Optional[Callable] = None) -> LaunchResult:
+           progress: Optional[Callable] = None, check=None, collect: bool = False) -> LaunchResult:
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
     parameters, Python/numpy scalars for the others; in parameter order or a dict by parameter name) on
     architecture `arch`. Arguments and options are checked before anything is allocated
@@ -270,7 +272,12 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     with the same results and counters (`jaxsimt.templates`), so that a long kernel's first run takes
     seconds, not minutes; None compiles every block (slower to start, faster to run long launches);
     progress: called after each wave as progress(waves done, waves, blocks done, blocks)
-    (`jaxsimt.progress.WaveProgress` draws it as a bar).
+    (`jaxsimt.progress.WaveProgress` draws it as a bar); check: the sanitizer's checks to run besides the
+    bounds checks every launch makes ("all", or some of "memcheck", "racecheck", "initcheck", "synccheck", as
+    a comma-separated string or a list; `jaxsimt.sanitizer`, docs/sanitizer.md): the first finding raises
+    (a MemoryFault, RaceError, UninitializedReadError or SyncError naming kernel, line, block, thread and
+    address), or with collect=True every finding is kept in `result.findings` and the run goes on. A buffer
+    the host leaves uninitialized is passed as `jaxsimt.sanitizer.uninit(shape, dtype)`.
     """
     prog = _program_of(kernel)
     args = validate_args.bind(prog.name, [p.name for p in prog.params], args)
@@ -278,7 +285,7 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
                     stack_depth=stack_depth, blocks_per_wave=blocks_per_wave, trace=trace, jit=jit,
                     counters=counters, optimize=optimize, ctas=ctas, data=data, local_bytes=local_bytes,
                     devices=devices, mode=mode, carveout=carveout, compile_budget=compile_budget,
-                    progress=progress)[0]
+                    progress=progress, check=check, collect=collect)[0]
     res.inputs = {"kernel": kernel, "args": args, "regs": regs, "local_bytes": local_bytes, "mode": mode,
                   "carveout": carveout, "stack_depth": stack_depth}
     if timing:
@@ -295,7 +302,8 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
               devices=None, item_ctas: Optional[Sequence[Sequence[int]]] = None,
               mode: str = "stack", stacked: Optional[dict] = None,
               carveout: Optional[int] = None, compile_budget: Optional[int] = COMPILE_BUDGET,
-              machine: Optional[Callable] = None, progress: Optional[Callable] = None) -> list[LaunchResult]:
+              machine: Optional[Callable] = None, progress: Optional[Callable] = None, check=None,
+              collect: bool = False) -> list[LaunchResult]:
     """Run one launch per item (`items`: `_split_args` of each item's arguments, `item_args` the
     arguments as given) as ONE run of the machine: the items' blocks side by side on the block axis,
     their arrays side by side in global memory. Returns one LaunchResult per item, as `launch` would.
@@ -309,6 +317,11 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     check_launch(prog, arch, grid, block, regs, local_bytes)
     validate_args.check_options(prog, stack_depth, blocks_per_wave)
     check_mode(prog, arch, mode)
+    checks = sanitizer.parse(check, prog.name)
+    if checks and (devices is not None or not data):
+        raise errors.LaunchConfigError(f"kernel {prog.name}: checks run on one device with data (devices=None, "
+                                       f"data=True)")
+    uninit = [[p.index for p, a in zip(prog.params, args) if sanitizer.is_uninit(a)] for args in item_args]
     items, tex_dims = _memory_images(prog, arch, items, item_args)
     n_items = len(items)
     if trace and n_items > 1:
@@ -363,7 +376,8 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     options = Options(max_steps=max_steps, trace_steps=max_steps if trace else 0,
                       arch=arch if counters else None, optimize=bool(optimize), data=bool(data), target=arch,
                       ro_cache=rocache.shape(arch, rocache.cache_bytes(arch, occ["shared_mem_per_sm"]))
-                      if rocache.used_by(prog) else None, compile_budget=compile_budget)
+                      if rocache.used_by(prog) else None, compile_budget=compile_budget, check=checks,
+                      collect=bool(collect))
 
     gmem = np.zeros(words * 4, np.uint8)
     periodic = _periodic(prog, items, bases) if data else {}
@@ -388,6 +402,11 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
             cta_table = np.full((n_waves if devices is not None else _pow2(n_waves)) * cpw, n_items * n_ctas, np.int32)
             cta_table[:fused.size] = fused
             gm = jnp.asarray(gmem.view(np.uint32))
+            shadowed = bool(checks & {"racecheck", "initcheck"})  # the machine keeps shadow memory
+            if shadowed:
+                gm = (gm, (sanitizer.global_race_shadow(words, n_items * n_ctas * tpb) if "racecheck" in checks else (),
+                           jnp.asarray(_given_bytes(prog, items, bases, uninit, words)) if "initcheck" in checks else ()))
+            found = []
             if devices is not None:
                 from jaxsimt.shard import run_sharded
                 gm, cnt, fault, total_steps = run_sharded(m, gm, dyn, cta_table, devices)
@@ -401,17 +420,28 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                 ctx = jax.disable_jit() if not jit else _nullcontext()
                 with ctx:
                     for wave in range(n_waves):
-                        gm, cnt, fault, steps, tr, stuck = m.run_wave(gm, cnt, jnp.int32(wave), dyn, jnp.uint32(0))
+                        gm, cnt, fault, steps, tr, stuck, fnd = m.run_wave(gm, cnt, jnp.int32(wave), dyn,
+                                                                           jnp.uint32(0))
                         total_steps += int(steps)
                         f = Fault(*(int(x) for x in fault))
+                        new = []
+                        if fnd:
+                            describe = lambda fl: str(_fault_error(prog, m, geo, grid, sizes, fl, max_steps,  # noqa: E731
+                                                                   cta_table))
+                            new = sanitizer.describe(prog, geo, grid, cta_table, bases, sizes, fnd, describe)
+                            found = sanitizer.merge(found, new)
                         if f.code != errors.NONE:
-                            raise _fault_error(prog, m, geo, grid, sizes, f, max_steps, cta_table, stuck,
+                            err = _fault_error(prog, m, geo, grid, sizes, f, max_steps, cta_table, stuck,
                                                default_budget=default_budget)
+                            err.findings = found
+                            raise err
+                        if new and not collect:
+                            raise sanitizer.error(found[0], found)
                         if trace:
                             traces.append(tuple(np.asarray(t)[: int(steps)] for t in tr))
                         if progress is not None:
                             progress(wave + 1, n_waves, min((wave + 1) * cpw, int(fused.size)), int(fused.size))
-            gm_np = np.asarray(gm).view(np.uint8)
+            gm_np = np.asarray(gm[0] if shadowed else gm).view(np.uint8)
             cnt = tuple(np.asarray(c) for c in cnt)
     except jax.errors.JaxRuntimeError as e:
         raise _runtime_error(prog, e, n_waves=n_waves, per_wave=cpw, n_blocks=int(fused.size), tpb=tpb,
@@ -456,8 +486,21 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
             stats_of[key] = _stats(m.program, m, c_i, arch, grid, block, total_steps, occ, regs_used)
         stats, per_instr = stats_of[key]
         results.append(LaunchResult(prog.name, arch.name, grid, block, outputs, tuple(final_args), dict(stats),
-                                    [dict(r) for r in per_instr], tr, m.program, occ))
+                                    [dict(r) for r in per_instr], tr, m.program, occ,
+                                    findings=[x for x in found if x.item == i]))
     return results
+
+
+def _given_bytes(prog: Program, items, bases, uninit, words: int) -> np.ndarray:
+    """[4 x words] bool: the bytes of global memory the host gave (every byte of every array argument but
+    those passed as `sanitizer.uninit`), for initcheck."""
+    given = np.zeros(words * 4, bool)
+    for (arrays, _), b_item, skip in zip(items, bases, uninit):
+        for p in prog.params:
+            if p.is_pointer and p.index not in skip:
+                b = b_item[p.index]
+                given[b:b + arrays[p.index].nbytes] = True
+    return given
 
 
 def _runtime_error(prog: Program, e: Exception, *, n_waves: int, per_wave: int, n_blocks: int, tpb: int,
@@ -674,6 +717,8 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_s
         ins = instrs[pc][1]
         ins = ins.operation
         arr = ins.attr("array")
+        if arr is None and space == "global" and isinstance(ins.attr("origin"), int):
+            arr = ins.attr("origin")  # the parameter the pointer was derived from (jaxsimt.ptx.provenance)
         kind = "load" if ins.op == "ld" else "store" if ins.op == "st" else "atomic"
         if arr is None or space == "local":
             what = "outside every array" if space == "global" else f"outside the {space} window"
@@ -682,6 +727,10 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_s
         size = sizes[arr] if space == "global" else prog.shared[arr].nbytes
         return cls(f"{k}: out-of-bounds {space} {'load' if ins.op == 'ld' else 'store' if ins.op == 'st' else 'atomic'}"
                    f" of {name!r} at byte offset {addr} (array is {size} bytes){where}; {who}")
+    if code == errors.WRONG_SPACE:
+        ins = instrs[pc][1].operation
+        return cls(f"{k}: the address of a {ins.attr('origin')} variable ({addr:#x}) used as a global address"
+                   f"{where}; {who} (convert it with cvta, or access it as .{ins.attr('origin')})")
     if code == errors.MISALIGNED:
         return cls(f"{k}: misaligned access at byte offset {addr}{where}; {who}")
     if code == errors.DIVERGENT_BARRIER:

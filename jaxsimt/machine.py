@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt import alu, constcache, errors, exact, lsu, memstage, memstats, rocache, stack, templates
+from jaxsimt import alu, constcache, errors, exact, lsu, memstage, memstats, rocache, sanitizer, stack, templates
 from jaxsimt import types as T
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Program, Reg, Terminator,
                               cross_block_registers)
@@ -115,6 +115,8 @@ class State(NamedTuple):
     recent: jnp.ndarray = None  # [RECENT] int32  block run by the last RECENT steps (ring, index steps % RECENT)
     cache: tuple = ()  # () or rocache.Cache: the read-only/texture cache of each block of the wave
     age: jnp.ndarray = None  # [W] int32  steps since the warp last ran while it was ready (stack mode)
+    findings: tuple = ()  # () or sanitizer.Findings (launches with checks)
+    shadow: tuple = ()  # () or sanitizer.Shadow (racecheck, initcheck)
 
 
 class Options(NamedTuple):
@@ -128,6 +130,8 @@ class Options(NamedTuple):
     ro_cache: Optional[object] = None  # rocache.CacheShape of the read-only/texture path (None: not simulated)
     compile_budget: Optional[int] = templates.COMPILE_BUDGET  # instructions compiled per program; the rest
     # is interpreted (jaxsimt.templates); None: compile every block
+    check: frozenset = frozenset()  # sanitizer checks on (jaxsimt.sanitizer.CHECKS); empty: bounds faults only
+    collect: bool = False  # with checks: keep running and collect findings (else stop at the first)
 
 
 class TermKind(enum.IntEnum):
@@ -185,7 +189,7 @@ class _Exec:
 
     def __init__(self, m: "Machine", data, active, wave, dyn: Dyn, zero, collect: bool = False):
         self.m, self.active, self.wave, self.dyn, self.zero = m, active, wave, dyn, zero
-        regs, self.gmem, self.smem, self.lmem, self.mem, self.fault, self.cache = data
+        regs, self.gmem, self.smem, self.lmem, self.mem, self.fault, self.cache, self.findings, self.shadow = data
         self.regs = list(regs)  # register files, indexed by m.slot[reg.index] = (file, row)
         # collect: register writes are gathered as (file, row, value) and the files stay as they came in (a
         # branch of the step's switch returns only the rows it wrote, see `Machine.write_set`); else the
@@ -196,7 +200,8 @@ class _Exec:
         self.local: dict = {}  # registers that live only inside this block: plain values
 
     def data(self):
-        return tuple(self.regs), self.gmem, self.smem, self.lmem, self.mem, self.fault, self.cache
+        return (tuple(self.regs), self.gmem, self.smem, self.lmem, self.mem, self.fault, self.cache, self.findings,
+                self.shadow)
 
     # -- operands --
     def read(self, op, dtype: Optional[T.DType] = None):
@@ -262,8 +267,12 @@ class _Exec:
         """A memory instruction's constant byte (or, indexed, element-scaled) offset."""
         return ins.attr("offset", 0)
 
-    def record_fault(self, code: int, pc: int, bad, addr):
-        self.fault = record_fault(self.fault, code, pc, bad, addr, self.wave)
+    def record_fault(self, code: int, pc: int, bad, addr, other=-1, other_pc=-1):
+        """A fault, or under the check it belongs to (`sanitizer.CHECK_OF`) a finding, at the lanes `bad`."""
+        if self.m.checked(code):
+            self.findings = sanitizer.record(self.findings, code, pc, bad, addr, self.wave, other, other_pc)
+        else:
+            self.fault = record_fault(self.fault, code, pc, bad, addr, self.wave)
 
     # -- instructions --
     def run(self, ins: Instr, pc: int):
@@ -344,9 +353,16 @@ class _Exec:
                 base, size = self.bases[:, arr, None], self.sizes[:, arr, None]
                 addr = base + off
                 rel = off
+            elif isinstance(ins.attr("origin"), int):
+                # a pointer derived from a parameter (jaxsimt.ptx.provenance): checked against that parameter's
+                # allocation, wherever the address lands
+                p = ins.attr("origin")
+                addr = off
+                base, size = self.bases[:, p, None], self.sizes[:, p, None]
+                rel = addr - base
             else:
                 addr = off
-                # the allocation holding each address (few arrays: test each)
+                # a pointer of unknown origin: the allocation holding each address (few arrays: test each)
                 bases, sizes = self.bases[:, :, None], self.sizes[:, :, None]
                 inside = [(addr >= bases[:, q.index]) & (addr < bases[:, q.index] + sizes[:, q.index])
                           for q in m.program.params if q.is_pointer]
@@ -358,6 +374,9 @@ class _Exec:
                     size = jnp.where(ins_q, sizes[:, q.index], size)
                 rel = jnp.where(hit, addr - base, addr)
                 size = jnp.where(hit, size, -1)
+                if ins.attr("origin") in ("shared", "local"):  # a shared/local variable's address used as global
+                    self.record_fault(errors.WRONG_SPACE, pc, act, addr)
+                    act = jnp.zeros_like(act)  # no lane accesses (nor faults again as out of bounds)
             name, code = "gmem", errors.OOB_GLOBAL
             widx, boff = lsu.split_address(addr)
         elif space == "shared":
@@ -414,6 +433,8 @@ class _Exec:
             item = self.item[::m.geo.warps_per_block]  # [C] each block's batch item
             self.mem = self.mem.at[:, pc, jnp.asarray([MEM_CACHE_HITS, MEM_CACHE_MISSES])].add(
                 jnp.stack([m.tally(hits, item), m.tally(misses, item)], axis=1))
+        if self.shadow:
+            self.sanitize(ins, pc, name, widx, boff, addr, nbytes, ok)
         words = getattr(self, name)
         if not m.options.data:  # counters only
             return [jnp.zeros(ok.shape, r.dtype.np_dtype) for r in ins.dst]
@@ -426,6 +447,40 @@ class _Exec:
         words, old = lsu.atomic(words, widx, ok, ins.attr("aop"), t, vals)
         setattr(self, name, words)
         return [old] if ins.dst else []
+
+
+    def sanitize(self, ins: Instr, pc, name: str, widx, boff, addr, nbytes: int, ok):
+        """racecheck and initcheck of one load, store or atomic (the memory stage runs them all when these
+        checks are on): findings against the shadow memory, then the shadow updated (`jaxsimt.sanitizer`)."""
+        m, sh = self.m, self.shadow
+        kind = "write" if ins.op == "st" else "atomic" if ins.op == "atom" else "read"
+        mem = name[0]  # g, s or l
+        init = getattr(sh, f"{mem}_init")
+        if len(init):
+            if kind != "write":
+                self.record_fault(errors.FaultCode.UNINIT, pc, sanitizer.uninitialized(init, widx, boff, ok, nbytes),
+                                  addr)
+            if kind != "read":
+                sh = sh._replace(**{f"{mem}_init": sanitizer.mark_initialized(init, widx, boff, ok, nbytes)})
+        race = getattr(sh, f"{mem}_race", ()) if mem != "l" else ()
+        if len(race):
+            g_race, atom_time = sh.g_race
+            race = g_race if mem == "g" else race
+            f = self.findings
+            g = m.geo
+            cta = m.cta_fused(self.wave, self.dyn).astype(jnp.int64)[:, None]
+            tid = cta * g.threads_per_block + m.thread_linear()
+            mask = sanitizer.byte_mask(boff, nbytes)
+            ep = sanitizer.access_ep(f.episode[m.cta_of_warp][:, None], f.warp_sync[:, None], mask)
+            me = sanitizer.Access((tid << 32) | jnp.asarray(pc, jnp.int64), jnp.broadcast_to(ep, ok.shape),
+                                  tid, cta, m.warp_in_cta[:, None].astype(jnp.int64), f.clock)
+            race, atom_time, found = sanitizer.race(race, atom_time, kind, widx, ok, me, g.threads_per_block,
+                                                    g.warp_size, max(1, nbytes // 4))
+            for code, bad, other in found:
+                self.record_fault(code, pc, bad, addr, other >> 32, other & 0xFFFFFFFF)
+            sh = sh._replace(g_race=(race if mem == "g" else g_race, atom_time),
+                             s_race=race if mem == "s" else sh.s_race)
+        self.shadow = sh
 
 
 class _TemplateExec(_Exec):
@@ -542,15 +597,90 @@ class Machine:
         self.t_first = jnp.asarray([pc0 for pc0, _ in self.block_pcs], jnp.int32)  # each block's first pc
         self.t_pc = jnp.asarray([pc0 + len(b.instrs) for b, (pc0, _) in zip(program.blocks, self.block_pcs)], jnp.int32)
         self.uses_ro_cache = self.options.ro_cache is not None and rocache.used_by(program)
+        self._sync_tables()
         self._jitted = exact.jit(self._run_wave, donate_argnums=(0,))
         self._executables: dict = {}  # argument shapes -> compiled wave
         self._compiled = None  # the one last run
 
     @staticmethod
+    def memory_ops(options: Options) -> frozenset:
+        """The ops the memory stage runs: stores and atomics, and loads too under racecheck or initcheck."""
+        return memstage.CHECKED_OPS if options.check & {"racecheck", "initcheck"} else memstage.WRITE_OPS
+
+    @staticmethod
     def prepare(program: Program, options: Options) -> Program:
         """The program as this machine runs it: its blocks assigned to the compiled and interpreted tiers and
-        cut after every store and atomic (`memstage.split`)."""
-        return memstage.split(templates.plan(program, options.compile_budget))
+        cut after every instruction of the memory stage (`memstage.split`)."""
+        return memstage.split(templates.plan(program, options.compile_budget), Machine.memory_ops(options))
+
+    @property
+    def uses_shadow(self) -> bool:
+        """Whether the run keeps shadow memory (racecheck or initcheck)."""
+        return bool(self.options.check & {"racecheck", "initcheck"})
+
+    def _sync_tables(self):
+        """synccheck's static tables: `after` [NB, NB] (sanitizer.after_barrier), and per block the static member
+        mask (`sync_mask` [NB] uint32, 0: none) and pc (`sync_pc`) of its first warp-synchronous instruction,
+        and whether it holds a `__syncwarp` (`has_warpsync` [NB])."""
+        nb = self.NB
+        mask, spc, ws = np.zeros(nb, np.uint32), np.zeros(nb, np.int32), np.zeros(nb, bool)
+        for b, (pc0, _) in zip(self.program.blocks, self.block_pcs):
+            for j, ins in enumerate(b.instrs):
+                mm = sanitizer.member_mask(ins)
+                ws[b.index] |= ins.operation.op == "warpsync"
+                if mm is not None and not mask[b.index]:
+                    mask[b.index], spc[b.index] = mm, pc0 + j
+        self.after = jnp.asarray(sanitizer.after_barrier(self.program) if "synccheck" in self.options.check
+                                 else np.zeros((1, 1), bool))
+        self.sync_mask, self.sync_pc, self.has_warpsync = jnp.asarray(mask), jnp.asarray(spc), jnp.asarray(ws)
+
+    def flag(self, fault, findings, code: int, pc, bad, addr, wave, other=-1, other_pc=-1):
+        """(fault, findings) with a fault of `code` at the lanes `bad` [W, L] recorded: as a finding where its
+        check is on (`checked`), else as the wave's fault."""
+        if self.checked(code):
+            return fault, sanitizer.record(findings, code, pc, bad, addr, wave, other, other_pc)
+        return record_fault(fault, code, pc, bad, addr, wave), findings
+
+    def sync_before(self, f, b, active, live, wave, steps):
+        """synccheck before block b runs for the lanes `active` [W, L] (`live`: lanes of the wave's threads
+        that have not exited): lanes running work that follows a barrier other lanes of their block wait at
+        (BARRIER_SKIPPED), warp-synchronous instructions whose member mask names live lanes that do not run
+        them (SYNC_MASK); and each warp's `__syncwarp` count. Returns the findings."""
+        g = self.geo
+        running = jnp.any(active, axis=1)  # [W]
+        f = f._replace(warp_sync=f.warp_sync + (running & self.has_warpsync[b]).astype(jnp.int32),
+                       clock=(jnp.asarray(wave, jnp.int64) << 32) | steps.astype(jnp.int64))
+        if "synccheck" not in self.options.check:
+            return f
+        wait = f.bar_block >= 0
+        past = wait & self.after[jnp.maximum(f.bar_block, 0), b]  # [W, L] waiting at a barrier b follows
+        cta_past = past.reshape(g.ctas_per_wave, -1).any(axis=1)
+        bar_pc = jnp.where(past, self.t_pc[jnp.maximum(f.bar_block, 0)], -1).reshape(g.ctas_per_wave, -1).max(axis=1)
+        f = sanitizer.record(f, errors.FaultCode.BARRIER_SKIPPED, self.t_first[b],
+                             active & cta_past[self.cta_of_warp][:, None], 0, wave, -1,
+                             bar_pc[self.cta_of_warp][:, None])
+        named = self.unpack(jnp.broadcast_to(self.sync_mask[b], (g.W,))) & live
+        return sanitizer.record(f, errors.FaultCode.SYNC_MASK, self.sync_pc[b],
+                                named & ~active & running[:, None] & (self.sync_mask[b] != 0), self.sync_mask[b], wave)
+
+    def sync_release(self, f, released, wave):
+        """synccheck and ordering at barriers (`f.bar_block`: the barrier block each lane waits at), `released`
+        [C] blocks whose barrier releases now. Counts
+        the episode and, under synccheck, reports lanes released from a different barrier instruction than
+        others of their block (BARRIER_MISMATCH). Returns the findings."""
+        g = self.geo
+        rel = released[self.cta_of_warp][:, None] & (f.bar_block >= 0)
+        if "synccheck" in self.options.check:
+            blk = f.bar_block.reshape(g.ctas_per_wave, -1)
+            lo = jnp.where(blk >= 0, blk, self.NB).min(axis=1)[self.cta_of_warp][:, None]
+            hi = blk.max(axis=1)[self.cta_of_warp][:, None]
+            f = sanitizer.record(f, errors.FaultCode.BARRIER_MISMATCH, self.t_pc[jnp.maximum(hi, 0)],
+                                 rel & (lo != hi) & (f.bar_block == hi), 0, wave, -1, self.t_pc[jnp.minimum(lo, self.NB - 1)])
+        return f._replace(episode=f.episode + released.astype(jnp.int32), bar_block=jnp.where(rel, -1, f.bar_block))
+
+    def checked(self, code: int) -> bool:
+        """Whether a fault of `code` is a finding of a check that is on (else it stops the run as a fault)."""
+        return sanitizer.CHECK_OF.get(code) in self.options.check
 
     def _tiers(self):
         """Register files, compiled blocks, interpreter templates and memory-stage templates, and the tables
@@ -559,7 +689,7 @@ class Machine:
         (`m_branch` [NB], -1: none; `m_rows`, `m_imms`; `m_pc` [NB] its pc)."""
         program = self.program
         # A block's store or atomic (its last) runs in the memory stage; the rest is its body.
-        self.mem_ins = [memstage.memory_instruction(b) for b in program.blocks]
+        self.mem_ins = [memstage.memory_instruction(b, self.memory_ops(self.options)) for b in program.blocks]
         self.body = [b.instrs[:-1] if m is not None else b.instrs for b, m in zip(program.blocks, self.mem_ins)]
         interp = [b for b in program.blocks if b.interpret]
         shapes = [templates.template_of(Block(b.index, self.body[b.index], b.term)) for b in interp]
@@ -637,8 +767,9 @@ class Machine:
         return jnp.asarray(rows), jnp.asarray(imms)
 
     def run_wave(self, gmem, counters, wave, dyn: Dyn, zero):
-        """Run one wave (compiled on first use). Returns (gmem, counters, fault, steps, trace, where): where =
-        (pc [W] of each unfinished warp's top entry or -1, stack depth [W], recent blocks [RECENT], steps)."""
+        """Run one wave (compiled on first use). Returns (gmem, counters, fault, steps, trace, where, findings):
+        where = (pc [W] of each unfinished warp's top entry or -1, stack depth [W], recent blocks [RECENT], steps);
+        findings: () or the wave's `sanitizer.Findings` (launches with checks). gmem: see `init_state`."""
         if not jax.config.jax_disable_jit:
             # one executable per argument shape: launches of one machine differ in their block tables' length
             # (the number of waves)
@@ -767,10 +898,10 @@ class Machine:
         return fn
 
     def _branch_out(self, ex: _Exec, data, taken):
-        _, gmem, smem, lmem, *_ = data
-        if ex.gmem is not gmem or ex.smem is not smem or ex.lmem is not lmem:
+        _, gmem, smem, lmem, *_, shadow = data
+        if ex.gmem is not gmem or ex.smem is not smem or ex.lmem is not lmem or ex.shadow is not shadow:
             raise AssertionError("a block wrote a memory outside the memory stage")
-        return self.write_set(ex.writes), ex.mem, ex.fault, ex.cache, taken
+        return self.write_set(ex.writes), ex.mem, ex.fault, ex.cache, ex.findings, taken
 
     def write_set(self, writes: list) -> tuple:
         """A branch's register writes as one (rows [K_f] int32, values [K_f, W, L]) pair per register file, K_f
@@ -819,20 +950,24 @@ class Machine:
         """Run block b's store or atomic, if it has one, for the `active` lanes (see `jaxsimt.memstage`)."""
         if not self.mem_templates:
             return s
-        data = (s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache)
+        data = (s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow)
         for k, key in enumerate(self.mem_templates):
             data = lax.cond(self.m_branch[b] == k, self._memory_fn(key, active, wave, dyn, s.zero, b),
                             lambda d: d, data)
-        regs, gmem, smem, lmem, mem, fault, cache = data
-        return s._replace(regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, cache=cache)
+        regs, gmem, smem, lmem, mem, fault, cache, findings, shadow = data
+        return s._replace(regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, cache=cache,
+                          findings=findings, shadow=shadow)
 
     def _run_block(self, b, fns, s: State, active, wave, dyn: Dyn):
         """Run block b for the `active` lanes [W, L]: its body (its compiled branch or its template), then its
         store or atomic; returns (state, lanes whose branch predicate holds [W] uint32)."""
-        args = ((s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache), s.zero, active, wave, dyn, b)
-        ws, mem, fault, cache, taken = lax.switch(self.branch_of[b], fns, *args) if len(fns) > 1 else fns[0](*args)
+        args = ((s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow), s.zero, active, wave,
+                dyn, b)
+        ws, mem, fault, cache, findings, taken = (lax.switch(self.branch_of[b], fns, *args) if len(fns) > 1
+                                                  else fns[0](*args))
         regs = tuple(r.at[rows].set(vals, mode="drop") for r, (rows, vals) in zip(s.regs, ws))
-        s = self._memory_stage(b, s._replace(regs=regs, mem=mem, fault=fault, cache=cache), active, wave, dyn)
+        s = self._memory_stage(b, s._replace(regs=regs, mem=mem, fault=fault, cache=cache, findings=findings), active,
+                               wave, dyn)
         return s, taken
 
     # -- the shared part of a step: scheduling, terminators, stacks, barriers --
@@ -847,8 +982,12 @@ class Machine:
         active = self.unpack(mask)
 
         item = self.item_of_warp(wave, dyn)
+        if s.findings:
+            s = s._replace(findings=self.sync_before(s.findings, b, active,
+                                                     self.unpack(self.valid_mask(wave, dyn) & ~s.exited), wave,
+                                                     s.steps))
         s, taken = self._run_block(b, fns, s, active, wave, dyn)
-        regs, gmem, smem, lmem, mem, fault = s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault
+        regs, gmem, smem, lmem, mem, fault, findings = s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.findings
 
         kind, target, fall, reconv, tpc = (self.t_kind[b], self.t_target[b], self.t_fall[b], self.t_reconv[b],
                                            self.t_pc[b])
@@ -864,7 +1003,7 @@ class Machine:
         at_bar = sel & (kind == TermKind.BARRIER)
         live = self.valid_mask(wave, dyn) & ~exited
         missing = self.unpack(live & ~mask) & at_bar[:, None]
-        fault = record_fault(fault, errors.DIVERGENT_BARRIER, tpc, missing, 0, wave)
+        fault, findings = self.flag(fault, findings, errors.DIVERGENT_BARRIER, tpc, missing, 0, wave)
         st = stack.set_top_pc(st, at_bar, target)
         waiting = waiting | at_bar
         # exit
@@ -877,6 +1016,10 @@ class Machine:
         fault = fault.unless(dead, Fault.of(errors.DEADLOCK, wave))
         # barrier release: every unfinished warp of the block waits
         done_or_wait = (~(st.sp > 0) | waiting).reshape(g.ctas_per_wave, g.warps_per_block).all(axis=1)
+        if findings:
+            findings = findings._replace(bar_block=jnp.where(at_bar[:, None] & active, b, findings.bar_block))
+            released = done_or_wait & waiting.reshape(g.ctas_per_wave, g.warps_per_block).any(axis=1)
+            findings = self.sync_release(findings, released, wave)
         waiting = waiting & ~done_or_wait[self.cta_of_warp]
         trace = s.trace
         if trace:
@@ -885,7 +1028,7 @@ class Machine:
                      tsp.at[s.steps].set(st.sp, mode="drop"))
         return s._replace(
             regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, stack=st, exited=exited, waiting=waiting,
-            steps=s.steps + 1, trace=trace, recent=s.recent.at[s.steps % RECENT].set(b),
+            findings=findings, steps=s.steps + 1, trace=trace, recent=s.recent.at[s.steps % RECENT].set(b),
             warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
             thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
             divergent=s.divergent.at[:, b].add(self.tally(div, item)),
@@ -902,7 +1045,12 @@ class Machine:
 
     # -- the run of one wave --
     def init_state(self, gmem, counters, wave, dyn: Dyn, zero) -> State:
+        """The wave's state at its start. `gmem`: the global memory [global_words] uint32, or with shadow memory
+        (`uses_shadow`) the pair (memory, (its race shadow or (), its initialized bytes or ())) (`gmem_out`)."""
         g = self.geo
+        gshadow = None
+        if self.uses_shadow:
+            gmem, gshadow = gmem
         W, L = g.W, g.warp_size
         item = self.item_of_warp(wave, dyn)
         scal = {p.reg.index: v for p, v in zip([p for p in self.program.params if not p.is_pointer], dyn.scalars)
@@ -926,22 +1074,47 @@ class Machine:
             warp_exec=warp_exec, thread_exec=thread_exec, divergent=divergent, max_depth=max_depth, mem=mem,
             fault=Fault.of(errors.NONE, 0, pc=0), trace=trace, recent=jnp.full((RECENT,), -1, jnp.int32),
             age=jnp.zeros((W,), jnp.int32),
-            cache=rocache.init(g.ctas_per_wave, self.options.ro_cache) if self.uses_ro_cache else ())
+            cache=rocache.init(g.ctas_per_wave, self.options.ro_cache) if self.uses_ro_cache else (),
+            findings=sanitizer.init_findings(g.ctas_per_wave, W, L) if self.options.check else (),
+            shadow=self.init_shadow(gshadow) if gshadow is not None else ())
+
+    def init_shadow(self, gshadow) -> "sanitizer.Shadow":
+        """Shadow memory at a wave's start: global memory's as the previous wave left it, shared and local
+        memory's fresh (their contents are the wave's own)."""
+        g, check = self.geo, self.options.check
+        smem_words = g.ctas_per_wave * max(self.layout.shared_words, 1)
+        lmem_words = g.W * g.warp_size * self.layout.local_words if self.layout.local_words else 1
+        g_race, g_init = gshadow
+        return sanitizer.Shadow(
+            g_race=g_race, s_race=sanitizer.race_shadow(smem_words) if "racecheck" in check else (), g_init=g_init,
+            s_init=jnp.zeros((4 * smem_words,), bool) if "initcheck" in check else (),
+            l_init=jnp.zeros((4 * lmem_words,), bool) if "initcheck" in check else ())
+
+    def gmem_out(self, s: State):
+        """What a wave hands the next: global memory, with its shadow when the run keeps one (`init_state`)."""
+        return (s.gmem, (s.shadow.g_race, s.shadow.g_init)) if self.uses_shadow else s.gmem
+
+    def stop(self, s: State):
+        """Whether the wave stops before its end: a fault, or a finding of a check that stops at the first."""
+        stop = s.fault.code != errors.NONE
+        if self.options.check and not self.options.collect:
+            stop = stop | (s.findings.total > 0)
+        return stop
 
     def _run_wave(self, gmem, counters, wave, dyn: Dyn, zero):
         s0 = self.init_state(gmem, counters, wave, dyn, zero)
         fns = self.branches()
 
         def cond(s: State):
-            return jnp.any(s.stack.sp > 0) & (s.fault.code == errors.NONE) & (s.steps < self.options.max_steps)
+            return jnp.any(s.stack.sp > 0) & ~self.stop(s) & (s.steps < self.options.max_steps)
 
         s = lax.while_loop(cond, lambda s: self._step(s, wave, dyn, fns), s0)
-        unfinished = jnp.any(s.stack.sp > 0)
+        unfinished = jnp.any(s.stack.sp > 0) & ~self.stop(s)
         fault = s.fault.unless(unfinished, Fault.of(errors.STEP_BUDGET, wave))
         counters = Counters(s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
         top_pc, _, _ = stack.top(s.stack)
-        return s.gmem, counters, fault, s.steps, s.trace, (jnp.where(s.stack.sp > 0, top_pc, -1), s.stack.sp,
-                                                           s.recent, s.steps)
+        return self.gmem_out(s), counters, fault, s.steps, s.trace, (jnp.where(s.stack.sp > 0, top_pc, -1), s.stack.sp,
+                                                                     s.recent, s.steps), s.findings
 
     def zero_counters(self) -> Counters:
         NB, I = self.NB, self.geo.items

@@ -24,11 +24,15 @@ from jaxsimt.program import BRANCH, Instr, Program, Reg, recut
 # Instructions that write a memory (`lsu.store`, `lsu.atomic`); a predicated one (`ptx.guard`) counts as its
 # inner instruction. Loads (ld, tex2d, ldmatrix) only read memories and run in the blocks.
 WRITE_OPS = frozenset({"st", "atom"})
+# With racecheck or initcheck on, loads run in the memory stage too: the shadow memory they read and write
+# is then updated in one place (`jaxsimt.sanitizer`).
+CHECKED_OPS = WRITE_OPS | {"ld"}
 
 
-def is_memory(ins: Instr) -> bool:
-    """Whether the instruction writes a memory, and so runs in the memory stage."""
-    return ins.operation.op in WRITE_OPS
+def is_memory(ins: Instr, ops: frozenset = WRITE_OPS) -> bool:
+    """Whether the instruction runs in the memory stage: its op is one of `ops` (by default those that write
+    a memory)."""
+    return ins.operation.op in ops
 
 
 def registers(ins: Instr) -> set[int]:
@@ -45,7 +49,7 @@ def registers(ins: Instr) -> set[int]:
     return out
 
 
-def split(program: Program) -> Program:
+def split(program: Program, ops: frozenset = WRITE_OPS) -> Program:
     """The program with its blocks cut after every instruction that writes a memory, so that a block holds at
     most one, as its last. The order of the instructions (so every pc) is unchanged.
 
@@ -56,7 +60,7 @@ def split(program: Program) -> Program:
         parts, cur = [], []
         for ins in b.instrs:
             cur.append(ins)
-            if is_memory(ins):
+            if is_memory(ins, ops):
                 parts.append(cur)
                 cur = []
         t = b.term
@@ -70,6 +74,6 @@ def split(program: Program) -> Program:
     return recut(program, pieces)
 
 
-def memory_instruction(block) -> Instr | None:
-    """The block's memory-writing instruction (its last instruction, after `split`), or None."""
-    return block.instrs[-1] if block.instrs and is_memory(block.instrs[-1]) else None
+def memory_instruction(block, ops: frozenset = WRITE_OPS) -> Instr | None:
+    """The block's memory-stage instruction (its last instruction, after `split`), or None."""
+    return block.instrs[-1] if block.instrs and is_memory(block.instrs[-1], ops) else None

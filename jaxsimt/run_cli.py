@@ -30,7 +30,7 @@ from jaxsimt.errors import UsageError
 _ARRAY = re.compile(r"^(\w+)\[([^\]]*)\]:(.+)$")
 _REF = re.compile(r"^@(\d+)(?:([+-])(\d+))?$")
 _TYPES = [t.name for t in T.ALL if t.name != "pred"]
-INITS = ("rand", "zeros", "ones", "arange")
+INITS = ("rand", "zeros", "ones", "arange", "uninit")
 BOOL_INITS = ("rand", "zeros", "ones")
 
 ARG_HELP = """\
@@ -39,6 +39,8 @@ kernel arguments, one --arg per parameter, in order:
   TYPE[N]:INIT     an array of N elements passed as a pointer; INIT is one of
                      rand      floats uniform in [-1, 1), integers uniform in [0, 1000), from --seed
                      zeros, ones, arange (0, 1, 2, ...)
+                     uninit    allocated but never written by the host (zeros; --check initcheck
+                               reports reads of it that no thread wrote first)
                      FILE.npy  N elements from a .npy file, converted to TYPE (allow_pickle=False)
   bool[N]:INIT     an array of C++ bools (one byte each); INIT is one of
                      rand      0 or 1, each with probability 1/2, from --seed
@@ -154,9 +156,9 @@ def parse_arg(spec: str, rng: np.random.Generator, where: str | None = None):
         t = _type(tname, where)
         n = arg_bytes(spec, where) // t.size
         dt = np.dtype(t.np_dtype)
-        if tname == "bool" and init in ("rand", "arange"):
-            if init == "arange":
-                raise ArgSpecError(f"{where}: bool arrays take {', '.join(BOOL_INITS)} or a .npy path, not arange")
+        if tname == "bool" and init in ("rand", "arange", "uninit"):
+            if init in ("arange", "uninit"):
+                raise ArgSpecError(f"{where}: bool arrays take {', '.join(BOOL_INITS)} or a .npy path, not {init}")
             return rng.integers(0, 2, n).astype(np.bool_)
         if init == "rand":
             if t.is_float:
@@ -164,6 +166,10 @@ def parse_arg(spec: str, rng: np.random.Generator, where: str | None = None):
             return rng.integers(0, 1000, n).astype(dt)
         if init == "zeros":
             return np.zeros(n, dt)
+        if init == "uninit":
+            from jaxsimt.sanitizer import uninit
+
+            return uninit(n, dt)
         if init == "ones":
             return np.ones(n, dt)
         if init == "arange":
@@ -358,6 +364,12 @@ def parser(prog: str = "jaxsimt run", description: str | None = None, file_requi
                    help="L1/shared split: preferred shared memory per SM in KB (default: the largest allowed)")
     p.add_argument("--no-timing", action="store_true",
                    help="skip the cycle-level timing model (cycles, predicted_ms, stall reasons)")
+    p.add_argument("--check", metavar="CHECKS", default="",
+                   help="run the sanitizer's checks: all, or a comma-separated list of memcheck, racecheck, "
+                        "initcheck, synccheck (bounds are always checked); the first finding stops the run "
+                        "unless --collect")
+    p.add_argument("--collect", action="store_true",
+                   help="with --check: keep running and report every finding (exit status 1 when there is one)")
     p.add_argument("--timeline", metavar="FILE.json", default="",
                    help="write the cycle-level model's issue timeline to FILE.json in the Chrome / Perfetto "
                         "trace-event format (one track per SM scheduler and warp slot, stall reasons as slices)")
@@ -651,7 +663,7 @@ def launch_from_args(a, trace: bool = False, progress=None, source_dirs=()):
                          regs=a.regs, mode=a.mode, timing=not a.no_timing and _has_timing(a.arch),
                          contract=not a.no_contract, constants=constants or None,
                          carveout=None if a.carveout is None else a.carveout * 1024, trace=trace,
-                         progress=progress, source_dirs=source_dirs)
+                         progress=progress, source_dirs=source_dirs, check=a.check or None, collect=a.collect)
     except TypeError as e:  # an argument the kernel's parameter cannot take (checked by the lowering)
         raise UsageError(str(e)) from None
     return res, largs
@@ -680,6 +692,8 @@ def main(argv) -> int:
                "stats": res.stats}
         if a.show_outputs:
             out["outputs"] = output_summaries(res, largs)
+        if a.check:
+            out["findings"] = [f.as_dict() for f in res.findings]
         print(json.dumps(out))
     else:
         print(f"{res.kernel} on {res.arch}: grid {res.grid}, block {res.block}")
@@ -688,7 +702,11 @@ def main(argv) -> int:
         if a.show_outputs:
             print("outputs:")
             print("\n".join(output_lines(res, largs)))
-    return 0
+        if a.check:
+            print(f"findings ({a.check}): {len(res.findings) or 'none'}")
+            for f in res.findings:
+                print(f"  [{f.check}] {f.message}" + (f" (x{f.count})" if f.count > 1 else ""))
+    return 1 if res.findings else 0
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ def _sharded_runner(m, devs: list, waves_per_device: int):
 
         def body(c):
             i, g, cnt, _, steps = c
-            g, cnt, fault, st, _, _ = m._run_wave(g, cnt, first + i, dyn, zero)
+            g, cnt, fault, st, *_ = m._run_wave(g, cnt, first + i, dyn, zero)
             return i + 1, g, cnt, fault, steps + st.astype(jnp.int64)
 
         c0 = (jnp.int32(0), gmem, m.zero_counters(), Fault.of(errors.NONE, 0, pc=0), jnp.int64(0))

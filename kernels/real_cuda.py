@@ -155,6 +155,7 @@ class JaxsimtBackend:
         self.kw = launch_kwargs
         self.regs_of = dict(regs_of or {})  # {kernel: registers per thread} (ptxas's report) for occupancy
         self.launches: list = []  # (kernel, stats) of every launch so far, in order
+        self.findings: list = []  # the sanitizer's findings of every launch so far (launches with check=)
         self.seconds: list = []  # wall seconds of each of those launches (compilation included)
 
     def array(self, a):
@@ -179,6 +180,7 @@ class JaxsimtBackend:
         res = self.P.launch(self.ptx, name, grid, block, list(args), dynamic_smem=int(smem), **kw)
         self.seconds.append(self.time.perf_counter() - t0)
         self.launches.append((name, res.stats))
+        self.findings.extend(res.findings)
         names = [p.name for p in self.module.function(name).params]
         for pname, a in zip(names, args):
             buf = a[0] if isinstance(a, tuple) else a

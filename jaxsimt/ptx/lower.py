@@ -21,7 +21,7 @@ import numpy as np
 from jaxsimt import types as T
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
                              SourceLoc, Terminator, finalize)
-from jaxsimt.ptx import ast
+from jaxsimt.ptx import ast, provenance
 from jaxsimt.ptx import semantics  # noqa: F401  (registers the ptx.* ops)
 from jaxsimt.ptx import sources
 from jaxsimt.ptx.errors import PtxUnsupportedError
@@ -379,7 +379,7 @@ class _Lowerer:
             blocks.append(Block(i, instrs, term))
         prog = Program(self.entry.name, self.params, self.regs, blocks, self.shared, self.shared_bytes,
                        self.mod.filename)
-        prog = finalize(prog)
+        prog = provenance.annotate(finalize(prog))
         prog.ptx_hidden = list(self.hidden)
         prog.ptx_user_params = len(self.entry.params)
         prog.ptx_local_bytes = self.local_frame
@@ -551,7 +551,7 @@ class _Lowerer:
     def sym_address(self, r: Reg, name: str, ctx: _Ctx, ins, loc, offset: int = 0):
         if name in self.shared_of:
             d = self.shared[self.shared_of[name]]
-            self.emit("mov", [r], [Imm(d.offset + offset, r.dtype)], loc, type=r.dtype.name)
+            self.emit("mov", [r], [Imm(d.offset + offset, r.dtype)], loc, type=r.dtype.name, addr_of="shared")
         elif name in self.hidden_of:
             h = self.hidden_of[name]
             if offset:
@@ -560,7 +560,7 @@ class _Lowerer:
         elif (ctx.fn.name, name) in self.local_off:
             # a local variable's address is its byte offset in the thread's local window
             self.emit("mov", [r], [Imm(self.local_off[(ctx.fn.name, name)] + offset, r.dtype)], loc,
-                      type=r.dtype.name)
+                      type=r.dtype.name, addr_of="local")
         elif name == "WARP_SZ":
             # PTX's predefined constant (the samples' `warpSize` compiles to it), not a module variable
             self.emit("ptx.sreg", [r], [], loc, name="warp_size")
@@ -897,7 +897,9 @@ class _Lowerer:
         dsts = [self.dst(d0.first, ctx, ins), self.dst(d0.second, ctx, ins)] if isinstance(d0, ast.RegPair) \
             else [self.dst(d0, ctx, ins)]
         srcs = [self.src(ops[k], ctx, T.b32, ins, loc) for k in (1, 2, 3)]
-        self.emit("ptx.shfl", dsts, srcs, loc, mode=mode)
+        mm = ops[4] if len(ops) > 4 else None  # shfl.sync's member mask (synccheck compares it with the lanes)
+        mm = int(mm.value) & 0xFFFFFFFF if isinstance(mm, ast.Imm) and not mm.is_float else None
+        self.emit("ptx.shfl", dsts, srcs, loc, mode=mode, membermask=mm)
 
     # ---------------------------------------------------------------- tensor cores
     def _regs(self, op, ctx, ins, what):

@@ -95,7 +95,7 @@ def _pointer_args(args):
         owner = owner_of.setdefault(id(arr), i)
         buffer_of[i] = owner
         if owner == i:
-            lowered.append(np.ascontiguousarray(arr))
+            lowered.append(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
         else:
             lowered.append(np.uint64(0))  # its value is the buffer's address: see `pointers`
         if owner != i or off:
@@ -134,7 +134,7 @@ def launch(ptx_text_or_path, kernel_name, grid, block, args: Sequence[Any] = (),
     module = load_module(ptx_text_or_path)
     args, dynamic_smem = _check_entry_args(module, kernel_name, args, dynamic_smem)
     grid, block = _dims(grid, "grid", kernel_name), _dims(block, "block", kernel_name)
-    args = [np.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    args = [np.asanyarray(a) if isinstance(a, np.ndarray) else a for a in args]  # any: keeps sanitizer.uninit
     lowered, pointers, buffer_of = _pointer_args(args)
     prog = lower(module, kernel_name, lowered, dynamic_smem=dynamic_smem, contract=contract, pointers=pointers,
                  source_dirs=source_dirs)
