@@ -225,11 +225,11 @@ class ItsMachine(Machine):
         fns = self.branches()
 
         def cond(s: State):
-            return jnp.any(s.stack.pc != self.exit_pc) & ~self.stop(s) & (s.steps < self.options.max_steps)
+            return jnp.any(s.stack.pc != self.exit_pc) & self.running(s) & (s.steps < self.options.max_steps)
 
         s = lax.while_loop(cond, lambda s: self._step(s, wave, dyn, fns), s0)
         live = s.stack.pc != self.exit_pc
-        fault = s.fault.unless(jnp.any(live) & ~self.stop(s), Fault.of(errors.STEP_BUDGET, wave))
+        fault = s.fault.unless(self.unfinished(s, jnp.any(live)), Fault.of(errors.STEP_BUDGET, wave))
         counters = Counters(s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
         where = (jnp.where(live, s.stack.pc, -1), pc_groups(s.stack.pc, live, self.NB + 1), s.recent, s.steps)
         return self.gmem_out(s), counters, fault, s.steps, s.trace, where, s.findings

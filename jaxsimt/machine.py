@@ -1094,22 +1094,29 @@ class Machine:
         """What a wave hands the next: global memory, with its shadow when the run keeps one (`init_state`)."""
         return (s.gmem, (s.shadow.g_race, s.shadow.g_init)) if self.uses_shadow else s.gmem
 
-    def stop(self, s: State):
-        """Whether the wave stops before its end: a fault, or a finding of a check that stops at the first."""
-        stop = s.fault.code != errors.NONE
-        if self.options.check and not self.options.collect:
-            stop = stop | (s.findings.total > 0)
-        return stop
+    def running(self, s: State):
+        """Whether the wave may go on: no fault, and no finding of a check that stops at the first."""
+        ok = s.fault.code == errors.NONE
+        return ok & (s.findings.total == 0) if self.stops_at_finding else ok
+
+    def unfinished(self, s: State, live):
+        """Whether a wave that left its loop with `live` threads ran out of its step budget (rather than
+        stopping at a finding)."""
+        return live & (s.findings.total == 0) if self.stops_at_finding else live
+
+    @property
+    def stops_at_finding(self) -> bool:
+        return bool(self.options.check) and not self.options.collect
 
     def _run_wave(self, gmem, counters, wave, dyn: Dyn, zero):
         s0 = self.init_state(gmem, counters, wave, dyn, zero)
         fns = self.branches()
 
         def cond(s: State):
-            return jnp.any(s.stack.sp > 0) & ~self.stop(s) & (s.steps < self.options.max_steps)
+            return jnp.any(s.stack.sp > 0) & self.running(s) & (s.steps < self.options.max_steps)
 
         s = lax.while_loop(cond, lambda s: self._step(s, wave, dyn, fns), s0)
-        unfinished = jnp.any(s.stack.sp > 0) & ~self.stop(s)
+        unfinished = self.unfinished(s, jnp.any(s.stack.sp > 0))
         fault = s.fault.unless(unfinished, Fault.of(errors.STEP_BUDGET, wave))
         counters = Counters(s.warp_exec, s.thread_exec, s.divergent, s.max_depth, s.mem)
         top_pc, _, _ = stack.top(s.stack)
