@@ -474,9 +474,10 @@ class _Exec:
             ep = sanitizer.access_ep(f.episode[m.cta_of_warp][:, None], f.warp_sync[:, None], mask)
             me = sanitizer.Access((tid << 32) | jnp.asarray(pc, jnp.int64), jnp.broadcast_to(ep, ok.shape),
                                   tid, cta, m.warp_in_cta[:, None].astype(jnp.int64), f.clock)
-            race, atom_time, found = sanitizer.race(race, atom_time, kind, widx, ok, me, g.threads_per_block,
-                                                    g.warp_size, max(1, nbytes // 4))
-            for code, bad, other in found:
+            how = (kind, widx, ok, me, g.threads_per_block, g.warp_size, max(1, nbytes // 4))
+            found, seen = sanitizer.race_check(race, atom_time, *how)
+            race, atom_time, intra = sanitizer.race_update(race, atom_time, *how, seen=seen)
+            for code, bad, other in found + intra:
                 self.record_fault(code, pc, bad, addr, other >> 32, other & 0xFFFFFFFF)
             sh = sh._replace(g_race=(race if mem == "g" else g_race, atom_time),
                              s_race=race if mem == "s" else sh.s_race)

@@ -287,27 +287,55 @@ def stale(key, ep, me: Access, tpb: int):
     return (key == EMPTY) | (key == EMPTY_LO) | ((tid // tpb == me.cta) & ((ep >> 32) != (me.ep >> 32)))
 
 
-def race(sh: RaceShadow, atom_time, kind: str, widx, ok, me: Access, tpb: int, warp_size: int, words: int = 1):
+def race_check(sh: RaceShadow, atom_time, kind: str, widx, ok, me: Access, tpb: int, warp_size: int,
+               words: int = 1):
     """One warp instruction's accesses (`kind` "read", "write" or "atomic") of the words `widx` .. + words-1
-    [W, L] by the lanes `ok`, checked against and recorded in the shadow. Returns (shadow, atom_time,
-    conflicts): conflicts a list of (code, lanes [W, L], the other access's key [W, L])."""
+    [W, L] by the lanes `ok`, checked against the shadow (which they do not change). Returns (conflicts,
+    seen): conflicts a list of (code, lanes [W, L], the other access's key [W, L]); seen what was read of the
+    shadow, for `race_update`."""
     n = sh.w_key.shape[0]
-    found = []
-    now = jnp.broadcast_to(me.time, ok.shape)
+    found, seen = [], []
 
     def conflict(key, ep, t):
         r, h = unordered(key, ep, t, me, atom_time, tpb, warp_size)
         found.append((errors.FaultCode.RACE, ok & r, key))
         found.append((errors.FaultCode.WARP_HAZARD, ok & h, key))
+        seen.extend((key, ep, t))
 
+    for w in range(words):
+        g = jnp.minimum(widx + w, n - 1)
+        conflict(sh.w_key[g], sh.w_ep[g], sh.w_t[g])  # after a plain write: every kind of access
+        if kind == "write":
+            # readers since the write, only: an older reader was checked against that write already
+            lo_t, hi_t, w_t = sh.lo_t[g], sh.hi_t[g], sh.w_t[g]
+            conflict(jnp.where(lo_t > w_t, sh.lo_key[g], EMPTY), sh.lo_ep[g], lo_t)
+            conflict(jnp.where(hi_t > w_t, sh.hi_key[g], EMPTY), sh.hi_ep[g], hi_t)
+    return found, seen
+
+
+def _after(seen) -> jnp.ndarray:
+    """[W, L] True, computed from every value of `seen`: indices masked with it make an update of the shadow
+    wait for those reads (else XLA, unable to order a read whose only consumers are the findings before the
+    update, copies the whole shadow array at every access)."""
+    dep = jnp.ones(seen[0].shape, bool) if seen else True
+    for v in seen:
+        dep = dep & (v != -2)  # never -2: keys, ordering words and clocks are >= -1
+    return dep
+
+
+def race_update(sh: RaceShadow, atom_time, kind: str, widx, ok, me: Access, tpb: int, warp_size: int,
+                words: int = 1, seen=()):
+    """The shadow (and the atomics' clock) with the accesses of `race_check` recorded. Returns (shadow,
+    atom_time, conflicts): conflicts between lanes of this instruction writing one word (the highest key
+    lands; the others race with it), as `race_check`'s."""
+    n = sh.w_key.shape[0]
+    found = []
+    now = jnp.broadcast_to(me.time, ok.shape)
+    ok = ok & _after(list(seen))
     for w in range(words):
         idx = jnp.where(ok, widx + w, n)
         g = jnp.minimum(idx, n - 1)
-        conflict(sh.w_key[g], sh.w_ep[g], sh.w_t[g])  # after a plain write: every kind of access
         if kind == "write":
-            conflict(sh.lo_key[g], sh.lo_ep[g], sh.lo_t[g])
-            conflict(sh.hi_key[g], sh.hi_ep[g], sh.hi_t[g])
-            # lanes of this step writing one word: the highest key lands, the others race with it
             wk = sh.w_key.at[idx].set(EMPTY, mode="drop").at[idx].max(me.key, mode="drop")
             won = wk[g]
             lost = ok & (won != me.key) & ((me.ep & 0xF) == 0xF)  # sub-word writes of one word may not overlap
@@ -316,8 +344,7 @@ def race(sh: RaceShadow, atom_time, kind: str, widx, ok, me: Access, tpb: int, w
             found.append((errors.FaultCode.WARP_HAZARD, lost & ~r, won))
             mine = jnp.where(ok & (won == me.key), idx, n)
             sh = sh._replace(w_key=wk, w_ep=sh.w_ep.at[mine].set(me.ep, mode="drop"),
-                             w_t=sh.w_t.at[mine].set(now, mode="drop"), lo_key=sh.lo_key.at[idx].set(EMPTY_LO, mode="drop"),
-                             hi_key=sh.hi_key.at[idx].set(EMPTY, mode="drop"))
+                             w_t=sh.w_t.at[mine].set(now, mode="drop"))
         else:  # a reader (atomics too: they race only with plain writes)
             lo = sh.lo_key.at[jnp.where(stale(sh.lo_key[g], sh.lo_ep[g], me, tpb), idx, n)].set(EMPTY_LO, mode="drop")
             hi = sh.hi_key.at[jnp.where(stale(sh.hi_key[g], sh.hi_ep[g], me, tpb), idx, n)].set(EMPTY, mode="drop")
