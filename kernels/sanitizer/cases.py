@@ -34,7 +34,9 @@ class Expect:
     (initcheck), "barrier_divergence", "warp_sync_mask" (synccheck).
     line: the faulting access's (or barrier's) source line. For races, `lines` = the two accesses' lines,
     ordered as the hazard's name (RAW: write, read; WAR: read, write; WAW: write, write), and `hazards` the
-    hazard kinds a correct report may name (the first pair seen can depend on the order threads run).
+    hazard kinds a correct report may name (the first pair seen can depend on the order threads run). For a
+    bug of another kind made of two statements (two barriers), `lines` holds both: a report at either is
+    right.
     thread, block: (x, y, z) of the one thread at fault, None where several are (`threads` says how many;
     for races, `thread`/`block` is one side of the racing pair and `other_thread`/`other_block` the other).
     array, space, offset: the array (parameter name, or the source's shared/local array name), its memory
@@ -262,7 +264,7 @@ SYNCCHECK = [
          notes="the barrier is reached by the even lanes of every warp"),
     Case("sc_if_else_barriers", "cuda", "synccheck.cu", "sc_if_else_barriers", G, _d(64),
          lambda: [_rand("sc_if_else_barriers", 64), np.zeros(64, F32)], "synccheck",
-         Expect("barrier_divergence", 30, threads=16, block=_t(0)),
+         Expect("barrier_divergence", 30, lines=(30, 34), threads=16, block=_t(0)),
          notes="the halves of warp 0 wait at two different barrier instructions (CUDA: undefined; Volta+ "
                "hardware counts arrivals at barrier 0 whatever the instruction)"),
     Case("sc_syncwarp_partial", "cuda", "synccheck.cu", "sc_syncwarp_partial", G, _d(32),

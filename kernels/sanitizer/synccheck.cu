@@ -31,7 +31,7 @@ extern "C" __global__ void sc_if_else_barriers(const float* in, float* out) {
     out[t] = s[63 - t];
   } else {
     s[t] = in[t];
-    __syncthreads();
+    __syncthreads();  // planted sc_if_else_barriers (the other barrier)
     out[t] = s[63 - t];
   }
 }
