@@ -93,7 +93,7 @@ def uninit(shape, dtype):
     zeros (a launch without initcheck sees the same bytes either way)."""
     try:
         from jaxsimt.sanitizer import uninit as _uninit
-    except ImportError:
+    except (ImportError, AttributeError):  # no jaxsimt (the GPU collection), or one without its sanitizer
         return np.zeros(shape, dtype)
     return _uninit(shape, dtype)
 
