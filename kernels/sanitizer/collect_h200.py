@@ -159,7 +159,8 @@ _ADDR = re.compile(r"(?:Address|Access to) (0x[0-9a-f]+)")
 _NEAREST = re.compile(r"is ([\d,]+) bytes (after|before) the nearest allocation at (0x[0-9a-f]+) of size ([\d,]+) bytes")
 _INSIDE = re.compile(r"is inside the nearest allocation at (0x[0-9a-f]+) of size ([\d,]+) bytes")
 _COUNT = re.compile(r"\[(\d+) hazards?\]")
-_ERRORS = re.compile(r"ERROR SUMMARY: (\d+) errors?")
+_ERRORS = re.compile(r"ERROR SUMMARY: (\d+) errors?\s*$")
+_NOT_PRINTED = re.compile(r"ERROR SUMMARY: (\d+) errors? (?:was|were) not printed")
 _RACES = re.compile(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
 _ALLOC = re.compile(r"^alloc (\d+) (0x[0-9a-f]+|\(nil\)) (\d+)$")
 _SKIP = ("COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY", "LEAK SUMMARY", "Target application")
@@ -209,6 +210,9 @@ def parse_log(text: str) -> dict:
             continue
         if (e := _ERRORS.search(body)):
             summary["errors"] = int(e.group(1))
+            continue
+        if (e := _NOT_PRINTED.search(body)):
+            summary["not_printed"] = int(e.group(1))
             continue
         if (r := _RACES.search(body)):
             summary.update(hazards_displayed=int(r.group(1)), race_errors=int(r.group(2)),
@@ -274,7 +278,7 @@ def verdict(name: str, text: str, code, timed_out: bool) -> dict:
     v = {"exit": code, "timed_out": timed_out, "errors": p.get("errors"), "reported": bool(device),
          "api_errors": len(p["records"]) - len(device), "records": p["records"][:32],
          "allocations": p["allocations"]}
-    for k in ("hazards_displayed", "race_errors", "race_warnings"):
+    for k in ("hazards_displayed", "race_errors", "race_warnings", "not_printed"):
         if k in p:
             v[k] = p[k]
     for line in text.splitlines():
