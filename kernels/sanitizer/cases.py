@@ -279,6 +279,11 @@ SYNCCHECK = [
          lambda: [_rand("sc_shfl_partial_mask", 32, S32), np.zeros(32, S32)], "synccheck",
          Expect("warp_sync_mask", 68, threads=16, block=_t(0)), mode="its",
          notes="__shfl_down_sync names lanes 16..31, which do not execute it"),
+    Case("sc_named_barrier_count", "cuda", "synccheck.cu", "sc_named_barrier_count", G, _d(128),
+         lambda: [_rand("sc_named_barrier_count", 64), np.zeros(64, F32)], "synccheck",
+         Expect("barrier_divergence", 79, threads=64, block=_t(0)),
+         notes="bar.sync 1, 96 reached by 64 threads; warps 2 and 3 exit without it. jaxsimt's PTX front end "
+               "refuses barrier ids other than 0 and thread counts"),
 ]
 
 # ---- clean look-alikes -----------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ RUNS = {
     "initcheck": ["--tool", "initcheck"],
     "synccheck": ["--tool", "synccheck"],
 }
-TIMEOUT = 90  # seconds per run: some planted bugs may hang a warp on the hardware
+TIMEOUT = 60  # seconds per run: a planted bug may hang its block on the hardware
 PROBE_CASES = ("mc_store_past_end", "rc_raw_between_warps")
 
 

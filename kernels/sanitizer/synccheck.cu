@@ -69,6 +69,18 @@ extern "C" __global__ void sc_shfl_partial_mask(const int* in, int* out) {
   out[t] = v;
 }
 
+// A named barrier (id 1) told to wait for 96 threads, reached by warps 0 and 1 only (64 threads): the thread
+// count does not match the threads that arrive.
+extern "C" __global__ void sc_named_barrier_count(const float* in, float* out) {
+  __shared__ float s[64];
+  const int t = threadIdx.x;
+  if (t < 64) {
+    s[t] = in[t];
+    asm volatile("bar.sync 1, 96;");  // planted sc_named_barrier_count
+    out[t] = s[63 - t];
+  }
+}
+
 // Threads past the end of the data leave before a later barrier. Legal since Volta: exited threads do not
 // hold a barrier up. A clean case (no finding expected).
 extern "C" __global__ void sc_early_exit(const float* in, float* out, int n) {
