@@ -111,6 +111,10 @@ def test_arguments_match_the_kernel(case):
         assert isinstance(args[k], np.ndarray), (case.name, k)
 
 
+# Planted bugs that hang the H200 (every run, with or without a tool, stopped at the collection's time limit).
+HANGS_ON_H200 = {"sc_named_barrier_count"}
+
+
 def test_fixture_covers_every_cuda_case_and_tool(verdicts):
     assert set(verdicts["cases"]) == {c.name for c in CUDA}
     runs = {"plain", "memcheck", "memcheck_padding", "racecheck", "racecheck_default", "initcheck", "synccheck"}
@@ -118,7 +122,7 @@ def test_fixture_covers_every_cuda_case_and_tool(verdicts):
     for name, per in verdicts["cases"].items():
         assert set(per) == runs, name
         for r, v in per.items():
-            assert not v["timed_out"], (name, r)
+            assert v["timed_out"] == (name in HANGS_ON_H200), (name, r)
             assert r == "plain" or isinstance(v["reported"], bool), (name, r)
 
 
@@ -156,7 +160,10 @@ def test_parser_reads_the_committed_logs():
     base = dict((k, b) for k, b, _ in mem["allocations"])[0]
     assert int(rec["address"], 16) - base == 4000 and rec["nearest"]["bytes"] == 1
     race = collect_h200.parse_log(_log_sections("rc_tiled_war")["racecheck"])["records"][0]
-    assert race["hazard"] == "WAR" and [a["line"] for a in race["accesses"]] == [36, 34]
+    # which of the two accesses the tool saw first depends on the order the warps ran
+    assert race["hazard"] in C.BY_NAME["rc_tiled_war"].expect.hazards
+    assert [a["op"] for a in race["accesses"]] in (["Read", "Write"], ["Write", "Read"])
+    assert {a["line"] for a in race["accesses"]} == {34, 36} and race["space"] == "shared"
 
 
 def test_table_has_a_row_per_case():

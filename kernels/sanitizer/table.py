@@ -117,7 +117,8 @@ def class_table() -> str:
         found = {r: {c.name for c in planted if at_planted_line(c, data.get(c.name, {}).get(r))} for r in runs}
         default = found[runs[0]]
         extra = [f"{len(found[r])} (`{OPTIONS[r]}`)" for r in runs[1:]]
-        missed = [f"`{c.name}`" for c in planted if not any(c.name in f for f in found.values())]
+        missed = [f"`{c.name}`" + (" (hangs)" if _hangs(data.get(c.name, {})) else "") for c in planted
+                  if not any(c.name in f for f in found.values())]
         rows.append("| " + " | ".join([f"`{check}`", str(len(planted)), str(len(default)),
                                         ", ".join(extra) or "", ", ".join(missed) or "none", ""]) + " |")
     clean = [c for c in C.by_check(None) if c.kind == "cuda"]
@@ -125,6 +126,10 @@ def class_table() -> str:
     rows.append("| " + " | ".join(["clean look-alikes", str(len(clean)),
                                     f"{len(bad)} with findings (any run)", "", ", ".join(bad) or "", ""]) + " |")
     return "\n".join(rows)
+
+
+def _hangs(per: dict) -> bool:
+    return bool(per) and all(v.get("timed_out") for v in per.values())
 
 
 def _first(v) -> dict:
@@ -144,7 +149,8 @@ def details_table() -> str:
         per = data.get(c.name, {})
         run = next((r for r in RUNS_OF[c.check] if (per.get(r) or {}).get("reported")), None)
         if run is None:
-            rows.append(f"| `{c.name}` | {', '.join(RUNS_OF[c.check])} | nothing reported | | | | | |")
+            said = "nothing reported" + (" (every run hangs)" if _hangs(per) else "")
+            rows.append(f"| `{c.name}` | {', '.join(RUNS_OF[c.check])} | {said} | | | | | |")
             continue
         r = _first(per[run])
         what = r.get("what", "").replace("|", "/").rstrip(" :")
