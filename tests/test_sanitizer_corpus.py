@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import jaxsimt
+from jaxsimt import sanitizer
 from jaxsimt.errors import DivergentBarrierError, SimtError
 from jaxsimt.kernels.sanitizer import cases as C
 from jaxsimt.kernels.sanitizer import collect_h200, run, table
@@ -105,8 +106,8 @@ def test_arguments_match_the_kernel(case):
     n_params = (len(parse_file(case.ptx_path).function(case.entry).params) if case.kind == "cuda"
                 else len(run.dsl_kernel(case.entry).program.params))
     assert len(args) == n_params, case.name
-    for k in case.uninit:
-        assert isinstance(args[k], np.ndarray) and args[k].ndim == 1, (case.name, k)
+    for k, a in enumerate(args):
+        assert sanitizer.is_uninit(a) == (k in case.uninit), (case.name, k)
     for k in (case.reference(args) if case.reference else {}):
         assert isinstance(args[k], np.ndarray), (case.name, k)
 
