@@ -156,7 +156,8 @@ _ACCESS = re.compile(r"(Read|Write|Atomic)\s+(?:access|Thread \((\d+),(\d+),(\d+
 _BY = re.compile(r"by thread \((\d+),(\d+),(\d+)\) in block \((\d+),(\d+),(\d+)\)")
 _HAZARD = re.compile(r"Potential (\w+) hazard detected at (__\w+__ )?(0x[0-9a-f]+) in block \((\d+),(\d+),(\d+)\)")
 _ADDR = re.compile(r"(?:Address|Access to) (0x[0-9a-f]+)")
-_NEAREST = re.compile(r"is ([\d,]+) bytes (after|before) the nearest allocation at (0x[0-9a-f]+) of size ([\d,]+) bytes")
+_NEAREST = re.compile(r"is ([\d,]+) bytes (after|before) the nearest allocation at (0x[0-9a-f]+) "
+                      r"of size ([\d,]+) bytes")
 _INSIDE = re.compile(r"is inside the nearest allocation at (0x[0-9a-f]+) of size ([\d,]+) bytes")
 _COUNT = re.compile(r"\[(\d+) hazards?\]")
 _ERRORS = re.compile(r"ERROR SUMMARY: (\d+) errors?\s*$")
