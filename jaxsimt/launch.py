@@ -404,7 +404,9 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
             gm = jnp.asarray(gmem.view(np.uint32))
             shadowed = bool(checks & {"racecheck", "initcheck"})  # the machine keeps shadow memory
             if shadowed:
-                gm = (gm, (sanitizer.global_race_shadow(words, n_items * n_ctas * tpb) if "racecheck" in checks else (),
+                atomics = any(ins.operation.op == "atom" for _, ins in prog.instructions())
+                gm = (gm, (sanitizer.global_race_shadow(words, n_items * n_ctas * tpb if atomics else 0)
+                           if "racecheck" in checks else (),
                            jnp.asarray(_given_bytes(prog, items, bases, uninit, words)) if "initcheck" in checks else ()))
             found = []
             if devices is not None:
@@ -719,6 +721,8 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_s
         arr = ins.attr("array")
         if arr is None and space == "global" and isinstance(ins.attr("origin"), int):
             arr = ins.attr("origin")  # the parameter the pointer was derived from (jaxsimt.ptx.provenance)
+        if arr is None and space == "shared":
+            arr = ins.attr("shared_array")  # the shared variable the address was derived from
         kind = "load" if ins.op == "ld" else "store" if ins.op == "st" else "atomic"
         if arr is None or space == "local":
             what = "outside every array" if space == "global" else f"outside the {space} window"
@@ -729,10 +733,14 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_s
                    f" of {name!r} at byte offset {addr} (array is {size} bytes){where}; {who}")
     if code == errors.WRONG_SPACE:
         ins = instrs[pc][1].operation
-        return cls(f"{k}: the address of a {ins.attr('origin')} variable ({addr:#x}) used as a global address"
+        var = f" {prog.shared[ins.attr('shared_array')].name!r}" if ins.attr("shared_array") is not None else ""
+        return cls(f"{k}: the address of {ins.attr('origin')} variable{var} ({addr:#x}) used as a global address"
                    f"{where}; {who} (convert it with cvta, or access it as .{ins.attr('origin')})")
     if code == errors.MISALIGNED:
-        return cls(f"{k}: misaligned access at byte offset {addr}{where}; {who}")
+        from jaxsimt.sanitizer import _array_name
+        name = _array_name(prog, instrs[pc][1].operation) if 0 <= pc < len(instrs) else None
+        of = f" of {name!r}" if name else ""
+        return cls(f"{k}: misaligned access{of} at byte offset {addr}{where}; {who}")
     if code == errors.DIVERGENT_BARRIER:
         return cls(f"{k}: syncthreads not reached by every live thread of the block{where}; {who} is live "
                    f"but waits elsewhere (a barrier inside divergent control flow)")

@@ -37,6 +37,8 @@ from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Inst
 # Instructions contributed by other units (e.g. the tensor cores): op name -> fn(exec, instr, pc).
 # Filled at import time by those modules; read-only afterwards.
 EXTRA_OPS: dict = {}
+# Ops of other units that load through `_Exec.access` (racecheck counts their loads: `Machine.n_pending`)
+LOAD_OPS = frozenset({"tex2d", "tensor.ldmatrix"})
 
 # Per-instruction memory counters (columns of State.mem)
 MEM_REQUESTS, MEM_SECTORS, MEM_LINES, MEM_WAVEFRONTS, MEM_CONFLICTS, MEM_BYTES = range(6)
@@ -198,6 +200,9 @@ class _Exec:
         self.item = m.item_of_warp(wave, dyn)  # [W] the batch item each warp belongs to
         self.bases, self.sizes = dyn.bases[self.item], dyn.sizes[self.item]  # [W, n_params]
         self.local: dict = {}  # registers that live only inside this block: plain values
+        # racecheck: the block's loads, as (memory 1 global / 2 shared, word [W, L], lanes, key, ordering word)
+        # for the memory stage to record in the shadow (a block of the switch reads the shadow, never writes it)
+        self.pending: list = []
 
     def data(self):
         return (tuple(self.regs), self.gmem, self.smem, self.lmem, self.mem, self.fault, self.cache, self.findings,
@@ -385,6 +390,9 @@ class _Exec:
                 base, size = decl.offset, decl.nbytes
                 addr = base + off
                 rel = off
+            elif ins.attr("shared_array") is not None:  # a shared variable's address (jaxsimt.ptx.provenance)
+                decl = m.program.shared[ins.attr("shared_array")]
+                addr, rel, size = off, off - decl.offset, decl.nbytes
             else:
                 addr, rel, size = off, off, m.program.shared_bytes
             name, code = "smem", errors.OOB_SHARED
@@ -476,6 +484,12 @@ class _Exec:
                                   tid, cta, m.warp_in_cta[:, None].astype(jnp.int64), f.clock)
             how = (kind, widx, ok, me, g.threads_per_block, g.warp_size, max(1, nbytes // 4))
             found, seen = sanitizer.race_check(race, atom_time, *how)
+            if self.writes is not None:  # a load in a block of the step's switch: the memory stage records it
+                for code, bad, other in found:
+                    self.record_fault(code, pc, bad, addr, other >> 32, other & 0xFFFFFFFF)
+                for w in range(max(1, nbytes // 4)):
+                    self.pending.append((1 if mem == "g" else 2, widx + w, ok, me.key, me.ep))
+                return
             race, atom_time, intra = sanitizer.race_update(race, atom_time, *how, seen=seen)
             for code, bad, other in found + intra:
                 self.record_fault(code, pc, bad, addr, other >> 32, other & 0xFFFFFFFF)
@@ -599,14 +613,17 @@ class Machine:
         self.t_pc = jnp.asarray([pc0 + len(b.instrs) for b, (pc0, _) in zip(program.blocks, self.block_pcs)], jnp.int32)
         self.uses_ro_cache = self.options.ro_cache is not None and rocache.used_by(program)
         self._sync_tables()
+        # blocks that do nothing but exit (no instructions; the exit pseudo-block too), [NB + 1]
+        self.exit_only = jnp.asarray([not b.instrs and b.term.kind == EXIT for b in program.blocks] + [True])
         self._jitted = exact.jit(self._run_wave, donate_argnums=(0,))
         self._executables: dict = {}  # argument shapes -> compiled wave
         self._compiled = None  # the one last run
 
     @staticmethod
     def memory_ops(options: Options) -> frozenset:
-        """The ops the memory stage runs: stores and atomics, and loads too under racecheck or initcheck."""
-        return memstage.CHECKED_OPS if options.check & {"racecheck", "initcheck"} else memstage.WRITE_OPS
+        """The ops the memory stage runs: stores and atomics (loads run in the blocks; under racecheck the
+        shadow records them after the step's switch, `record_loads`)."""
+        return memstage.WRITE_OPS
 
     @staticmethod
     def prepare(program: Program, options: Options) -> Program:
@@ -631,8 +648,11 @@ class Machine:
                 ws[b.index] |= ins.operation.op == "warpsync"
                 if mm is not None and not mask[b.index]:
                     mask[b.index], spc[b.index] = mm, pc0 + j
-        self.after = jnp.asarray(sanitizer.after_barrier(self.program) if "synccheck" in self.options.check
-                                 else np.zeros((1, 1), bool))
+        after = sanitizer.after_barrier(self.program) if "synccheck" in self.options.check else np.zeros((1, 1), bool)
+        self.after = jnp.asarray(after)
+        # what synccheck has to look at in this program (static: a kernel without barriers pays for none)
+        self.has_barriers = bool(after.any())
+        self.has_sync_masks = bool(mask.any())
         self.sync_mask, self.sync_pc, self.has_warpsync = jnp.asarray(mask), jnp.asarray(spc), jnp.asarray(ws)
 
     def flag(self, fault, findings, code: int, pc, bad, addr, wave, other=-1, other_pc=-1):
@@ -653,16 +673,25 @@ class Machine:
                        clock=(jnp.asarray(wave, jnp.int64) << 32) | steps.astype(jnp.int64))
         if "synccheck" not in self.options.check:
             return f
+        if self.has_barriers:
+            f = self._skipped_barrier(f, b, active, wave)
+        if not self.has_sync_masks:
+            return f
+        named = self.unpack(jnp.broadcast_to(self.sync_mask[b], (g.W,))) & live
+        return sanitizer.record(f, errors.FaultCode.SYNC_MASK, self.sync_pc[b],
+                                named & ~active & running[:, None] & (self.sync_mask[b] != 0), self.sync_mask[b], wave)
+
+    def _skipped_barrier(self, f, b, active, wave):
+        """synccheck: the lanes `active` [W, L] running block b while lanes of their block wait at a barrier b
+        follows (BARRIER_SKIPPED)."""
+        g = self.geo
         wait = f.bar_block >= 0
         past = wait & self.after[jnp.maximum(f.bar_block, 0), b]  # [W, L] waiting at a barrier b follows
         cta_past = past.reshape(g.ctas_per_wave, -1).any(axis=1)
         bar_pc = jnp.where(past, self.t_pc[jnp.maximum(f.bar_block, 0)], -1).reshape(g.ctas_per_wave, -1).max(axis=1)
-        f = sanitizer.record(f, errors.FaultCode.BARRIER_SKIPPED, self.t_first[b],
-                             active & cta_past[self.cta_of_warp][:, None], 0, wave, -1,
-                             bar_pc[self.cta_of_warp][:, None])
-        named = self.unpack(jnp.broadcast_to(self.sync_mask[b], (g.W,))) & live
-        return sanitizer.record(f, errors.FaultCode.SYNC_MASK, self.sync_pc[b],
-                                named & ~active & running[:, None] & (self.sync_mask[b] != 0), self.sync_mask[b], wave)
+        return sanitizer.record(f, errors.FaultCode.BARRIER_SKIPPED, self.t_first[b],
+                                active & cta_past[self.cta_of_warp][:, None], 0, wave, -1,
+                                bar_pc[self.cta_of_warp][:, None])
 
     def sync_release(self, f, released, wave):
         """synccheck and ordering at barriers (`f.bar_block`: the barrier block each lane waits at), `released`
@@ -671,7 +700,7 @@ class Machine:
         others of their block (BARRIER_MISMATCH). Returns the findings."""
         g = self.geo
         rel = released[self.cta_of_warp][:, None] & (f.bar_block >= 0)
-        if "synccheck" in self.options.check:
+        if "synccheck" in self.options.check and self.has_barriers:
             blk = f.bar_block.reshape(g.ctas_per_wave, -1)
             lo = jnp.where(blk >= 0, blk, self.NB).min(axis=1)[self.cta_of_warp][:, None]
             hi = blk.max(axis=1)[self.cta_of_warp][:, None]
@@ -740,6 +769,20 @@ class Machine:
                 n = sum(self.file_of[r.dtype.np_dtype] == f for ins in shape for r in ins.dst)
                 k_writes[f] = max(k_writes[f], n)
         self.k_writes = k_writes
+        # racecheck: the most checked words one branch loads (a generic load may touch both memories)
+        self.n_pending = 0
+        if "racecheck" in self.options.check:
+            def loads(instrs):
+                n = 0
+                for ins in instrs:
+                    op = ins.operation
+                    if op.op == "ld" or op.op in LOAD_OPS:
+                        words = max(1, T.BY_NAME[op.attr("type")].size * op.attr("vec", 1) // 4) \
+                            if op.attr("type") in T.BY_NAME else 4
+                        n += words * (2 if op.attr("space") == "generic" else 1)
+                return n
+            self.n_pending = max([loads(self.body[k]) for k in self.compiled]
+                                 + [loads(shape) for shape, *_ in self.templates] + [0])
         self.active_shape = (self.geo.W, self.geo.warp_size)
         self.m_rows, self.m_imms = self._operand_tables([b.index for b in mem_blocks], [ops for _, ops in mem_shapes])
         self.m_branch, self.m_pc = jnp.asarray(m_branch), jnp.asarray(m_pc)
@@ -902,7 +945,7 @@ class Machine:
         _, gmem, smem, lmem, *_, shadow = data
         if ex.gmem is not gmem or ex.smem is not smem or ex.lmem is not lmem or ex.shadow is not shadow:
             raise AssertionError("a block wrote a memory outside the memory stage")
-        return self.write_set(ex.writes), ex.mem, ex.fault, ex.cache, ex.findings, taken
+        return self.write_set(ex.writes), ex.mem, ex.fault, ex.cache, ex.findings, self.pending_set(ex.pending), taken
 
     def write_set(self, writes: list) -> tuple:
         """A branch's register writes as one (rows [K_f] int32, values [K_f, W, L]) pair per register file, K_f
@@ -925,6 +968,35 @@ class Machine:
             else:
                 out.append((jnp.stack(rows), jnp.stack(vals)))
         return tuple(out)
+
+    def pending_set(self, pending: list) -> tuple:
+        """A branch's loads for racecheck (`_Exec.pending`) padded to `n_pending` entries (memory 0: none)."""
+        if not self.n_pending:
+            return ()
+        if len(pending) > self.n_pending:
+            raise AssertionError(f"a block makes {len(pending)} checked loads, more than {self.n_pending} counted")
+        shape = self.active_shape
+        rows = [(jnp.int32(mem), jnp.broadcast_to(widx, shape).astype(jnp.int32), jnp.broadcast_to(ok, shape),
+                 jnp.broadcast_to(key, shape).astype(jnp.int64), jnp.broadcast_to(ep, shape).astype(jnp.int64))
+                for mem, widx, ok, key, ep in pending]
+        z = jnp.zeros(shape, jnp.int64)
+        rows += [(jnp.int32(0), z.astype(jnp.int32), jnp.zeros(shape, bool), z, z)] * (self.n_pending - len(pending))
+        return tuple(rows)
+
+    def record_loads(self, shadow, findings, pending):
+        """The shadow with a step's loads recorded as readers (`sanitizer.race_update`), one memory each."""
+        g = self.geo
+        g_race, atom_time = shadow.g_race
+        s_race = shadow.s_race
+        for mem, widx, ok, key, ep in pending:
+            tid = key >> 32
+            me = sanitizer.Access(key, ep, tid, tid // g.threads_per_block,
+                                  (tid % g.threads_per_block) // g.warp_size, findings.clock)
+            upd = lambda r, ok: sanitizer.race_update(r, atom_time, "read", widx, ok, me, g.threads_per_block,  # noqa: E731
+                                                      g.warp_size)[0]
+            g_race = lax.cond(mem == 1, lambda r: upd(r, ok), lambda r: r, g_race)
+            s_race = lax.cond(mem == 2, lambda r: upd(r, ok), lambda r: r, s_race)
+        return shadow._replace(g_race=(g_race, atom_time), s_race=s_race)
 
     def branches(self) -> list:
         """The step's `lax.switch` branches: one per compiled block, then one per interpreter template."""
@@ -964,11 +1036,13 @@ class Machine:
         store or atomic; returns (state, lanes whose branch predicate holds [W] uint32)."""
         args = ((s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow), s.zero, active, wave,
                 dyn, b)
-        ws, mem, fault, cache, findings, taken = (lax.switch(self.branch_of[b], fns, *args) if len(fns) > 1
-                                                  else fns[0](*args))
+        ws, mem, fault, cache, findings, pending, taken = (lax.switch(self.branch_of[b], fns, *args) if len(fns) > 1
+                                                           else fns[0](*args))
         regs = tuple(r.at[rows].set(vals, mode="drop") for r, (rows, vals) in zip(s.regs, ws))
-        s = self._memory_stage(b, s._replace(regs=regs, mem=mem, fault=fault, cache=cache, findings=findings), active,
-                               wave, dyn)
+        s = s._replace(regs=regs, mem=mem, fault=fault, cache=cache, findings=findings)
+        if pending:
+            s = s._replace(shadow=self.record_loads(s.shadow, s.findings, pending))
+        s = self._memory_stage(b, s, active, wave, dyn)
         return s, taken
 
     # -- the shared part of a step: scheduling, terminators, stacks, barriers --
@@ -1003,7 +1077,7 @@ class Machine:
         # barrier: every live lane of the warp must be here
         at_bar = sel & (kind == TermKind.BARRIER)
         live = self.valid_mask(wave, dyn) & ~exited
-        missing = self.unpack(live & ~mask) & at_bar[:, None]
+        missing = self.unpack(live & ~mask & ~self.parked_for_exit(st, mask)) & at_bar[:, None]
         fault, findings = self.flag(fault, findings, errors.DIVERGENT_BARRIER, tpc, missing, 0, wave)
         st = stack.set_top_pc(st, at_bar, target)
         waiting = waiting | at_bar
@@ -1037,6 +1111,15 @@ class Machine:
             # still held its initial entry)
             max_depth=jnp.maximum(s.max_depth, self.item_max(jnp.maximum(s.stack.sp, st.sp), item)),
             age=jnp.where(ready & ~sel, s.age + 1, 0))
+
+    def parked_for_exit(self, st, mask):
+        """[W] uint32: lanes not in the top entry `mask` that wait in a lower stack entry at a block that does
+        nothing but exit (an early `return` before a later barrier: the lanes only wait there to exit, and
+        exited threads do not hold a barrier up on Volta and later)."""
+        D = st.pc.shape[1]
+        below = jnp.arange(D)[None, :] < (st.sp - 1)[:, None]
+        parked = below & self.exit_only[jnp.clip(st.pc, 0, self.NB)]
+        return jnp.bitwise_or.reduce(jnp.where(parked, st.mask, jnp.uint32(0)), axis=1) & ~mask
 
     def item_max(self, x, item):
         """[W] int32 -> [I] maxima per batch item (items without a warp here: int32 min)."""

@@ -24,9 +24,6 @@ from jaxsimt.program import BRANCH, Instr, Program, Reg, recut
 # Instructions that write a memory (`lsu.store`, `lsu.atomic`); a predicated one (`ptx.guard`) counts as its
 # inner instruction. Loads (ld, tex2d, ldmatrix) only read memories and run in the blocks.
 WRITE_OPS = frozenset({"st", "atom"})
-# With racecheck or initcheck on, loads run in the memory stage too: the shadow memory they read and write
-# is then updated in one place (`jaxsimt.sanitizer`).
-CHECKED_OPS = WRITE_OPS | {"ld"}
 
 
 def is_memory(ins: Instr, ops: frozenset = WRITE_OPS) -> bool:

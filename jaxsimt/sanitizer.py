@@ -5,8 +5,9 @@ violation stops the run as a `MemoryFault`. The other checks are opt-in (`launch
 they cost time and because what they report is legal code on some machines (lanes of one warp sharing
 memory without `__syncwarp` work under the reconvergence stack).
 
-Everything a check keeps is arrays updated by the machine's memory stage (`jaxsimt.memstage`: with
-racecheck or initcheck on, loads run there too), so a check is written once, not in every block:
+Everything a check keeps is arrays written only by the machine's memory stage (`jaxsimt.memstage`: stores
+and atomics run there; a block's loads read the shadow and hand what they read to the stage, which records
+them as readers after the step's switch), so a check is written once, not in every block:
 
 - `Findings`: a table of up to CAPACITY distinct findings (code, pc, warp, lane, address, wave, the other
   access's thread and pc, count), deduplicated by (code, pc, other pc), plus the ordering state the race
@@ -242,7 +243,8 @@ def race_shadow(n: int) -> RaceShadow:
 
 
 def global_race_shadow(words: int, threads: int) -> tuple:
-    """Global memory's race shadow and the per-thread clock of the latest atomic, carried from wave to wave."""
+    """Global memory's race shadow and the per-thread clock of the latest atomic ([threads]; [0] for a kernel
+    without atomics), carried from wave to wave."""
     return race_shadow(words), jnp.full((threads,), -1, jnp.int64)
 
 
@@ -270,12 +272,13 @@ def unordered(key, ep, t, me: Access, atom_time, tpb: int, warp_size: int):
     warp = (tid % tpb) // warp_size
     same_cta = cta == me.cta
     same_warp = same_cta & (warp == me.warp)
-    n = atom_time.shape[0]
-    other_atom = atom_time[jnp.clip(tid, 0, n - 1)]
-    mine = atom_time[jnp.clip(me.tid, 0, n - 1)]
     ordered = ((tid == me.tid) | (same_cta & ((ep >> 32) != (me.ep >> 32)))
-               | (same_warp & (((ep >> 4) & 0x0FFFFFFF) != ((me.ep >> 4) & 0x0FFFFFFF)))
-               | ((other_atom > t) & (mine > other_atom)))
+               | (same_warp & (((ep >> 4) & 0x0FFFFFFF) != ((me.ep >> 4) & 0x0FFFFFFF))))
+    n = atom_time.shape[0]
+    if n:  # the kernel has atomics (else the clock is empty: `global_race_shadow`)
+        other_atom = atom_time[jnp.clip(tid, 0, n - 1)]
+        mine = atom_time[jnp.clip(me.tid, 0, n - 1)]
+        ordered = ordered | ((other_atom > t) & (mine > other_atom))
     bad = valid & ~ordered
     return bad & ~same_warp, bad & same_warp
 
@@ -355,7 +358,7 @@ def race_update(sh: RaceShadow, atom_time, kind: str, widx, ok, me: Access, tpb:
                              lo_t=sh.lo_t.at[lo_me].set(now, mode="drop"), hi_key=hi,
                              hi_ep=sh.hi_ep.at[hi_me].set(me.ep, mode="drop"),
                              hi_t=sh.hi_t.at[hi_me].set(now, mode="drop"))
-    if kind == "atomic":
+    if kind == "atomic" and atom_time.shape[0]:
         m = atom_time.shape[0]
         atom_time = atom_time.at[jnp.where(ok, me.tid, m)].set(now, mode="drop")
     return sh, atom_time, found
@@ -481,6 +484,20 @@ def _place(prog, ins, addr: int, bases, sizes):
     return None, None
 
 
+def _array_name(prog, ins) -> Optional[str]:
+    """The array a memory instruction accesses, where the program knows it: the DSL's array, or the
+    parameter or shared variable a PTX address derives from (`jaxsimt.ptx.provenance`)."""
+    space = ins.attr("space")
+    arr = ins.attr("array")
+    if arr is not None:
+        return prog.shared[arr].name if space == "shared" else prog.params[arr].name
+    if isinstance(ins.attr("origin"), int):
+        return prog.params[ins.attr("origin")].name
+    if ins.attr("shared_array") is not None:
+        return prog.shared[ins.attr("shared_array")].name
+    return None
+
+
 def describe(prog, geo, grid, cta_table, bases, sizes, findings: Findings, legacy) -> list:
     """The wave's findings table as `Finding`s. `legacy(fault)`: the message a fault of a memcheck code (or a
     divergent barrier) has when it stops a launch without checks, reused for its finding."""
@@ -507,6 +524,11 @@ def describe(prog, geo, grid, cta_table, bases, sizes, findings: Findings, legac
             f.array, off = _place(prog, ins.operation, addr, bases[min(item, len(bases) - 1)],
                                   sizes[min(item, len(sizes) - 1)])
             f.extra["offset"] = off
+        if ins is not None and check == "memcheck":
+            f.array = _array_name(prog, ins.operation)
+            f.extra["offset"] = addr
+        if ins is not None and code == errors.FaultCode.UNINIT and ins.operation.attr("space") == "local":
+            f.extra["offset"] = addr  # the byte in the thread's local window
         if other >= 0 and opc >= 0 and code != errors.FaultCode.SYNC_MASK:
             o_cta, o_t = divmod(other, tpb)
             f.other_block, f.other_thread = _coords(o_cta % n_ctas, grid), _coords(o_t, geo.block)

@@ -11,7 +11,7 @@ import pytest
 
 import jaxsimt
 from jaxsimt import sanitizer
-from jaxsimt.errors import DivergentBarrierError, SimtError
+from jaxsimt.errors import SimtError
 from jaxsimt.kernels.sanitizer import cases as C
 from jaxsimt.kernels.sanitizer import collect_h200, run, table
 from jaxsimt.ptx import parse_file
@@ -180,16 +180,9 @@ def _run_clean(case):
     assert ok and all(ok.values()), (case.name, ok)
 
 
-@pytest.mark.parametrize("case", [c for c in CLEAN if c.name != "sc_early_exit"], ids=lambda c: c.name)
+@pytest.mark.parametrize("case", CLEAN, ids=lambda c: c.name)
 def test_clean_case_runs_right_without_checks(case):
     _run_clean(case)
-
-
-@pytest.mark.xfail(raises=DivergentBarrierError, strict=True,
-                   reason="threads that branch to the kernel's exit still wait at its reconvergence point, so "
-                          "the barrier the others reach is reported as divergent; legal on Volta+")
-def test_early_exit_before_a_barrier_runs_right_without_checks():
-    _run_clean(C.BY_NAME["sc_early_exit"])
 
 
 # Planted bugs the PTX front end cannot lower today: {case: reason}.

@@ -20,6 +20,7 @@ def _clean(r):
 
 
 @pytest.mark.parametrize("rung", [r for r in RUNGS if r.name != "wmma"], ids=lambda r: r.name)
+@pytest.mark.slow
 def test_gemm_ladder_is_clean(rung):
     M = N = K_ = 64
     A, B, C = random_operands(M, N, K_, 1)
@@ -29,6 +30,7 @@ def test_gemm_ladder_is_clean(rung):
     np.testing.assert_array_equal(r["C"], rung.reference(A, B))
 
 
+@pytest.mark.slow
 def test_seed_kernels_are_clean():
     n = 1000
     x, y = np.linspace(-1, 1, n, dtype=np.float32), np.ones(n, np.float32)
@@ -59,7 +61,7 @@ def _warp_sum_args(sync: int):
     return [lens, x, np.zeros(2, np.int32), sync]
 
 
-@pytest.mark.parametrize("mode", ["stack", "its"])
+@pytest.mark.parametrize("mode", [pytest.param("stack", marks=pytest.mark.slow), "its"])
 def test_warp_sum_needs_syncwarp(mode):
     r = js.launch(K.warp_sum, 1, 64, _warp_sum_args(1), mode=mode, **ALL)
     _clean(r)
@@ -71,6 +73,7 @@ def test_warp_sum_needs_syncwarp(mode):
     assert {f.kind for f in r.findings} <= allowed
 
 
+@pytest.mark.slow
 def test_loop_tail_is_clean_in_both_modes():
     for mode in ("stack", "its"):
         r = js.launch(K.loop_tail, 1, 64, [np.zeros(64, np.int32)], mode=mode, **ALL)
@@ -92,6 +95,7 @@ def _run_micro(name):
 
 
 @pytest.mark.parametrize("name", _micro_names(False))
+@pytest.mark.slow
 def test_micro_kernels_are_clean(name):
     _run_micro(name)
 

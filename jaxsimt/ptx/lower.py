@@ -37,6 +37,12 @@ _TENSOR = {"wmma.load", "wmma.store", "wmma.mma", "mma", "ldmatrix"}
 _SHAPE = re.compile(r"^m\d+n\d+k\d+$")
 
 
+def _toolkit_header(path: str) -> bool:
+    """Whether a `.file` path is one of the CUDA toolkit's own headers (where intrinsics are defined)."""
+    p = path.replace("\\", "/")
+    return "/include/" in p and ("/cuda" in p or "/targets/" in p) and p.endswith((".h", ".hpp", ".cuh"))
+
+
 @dataclass(frozen=True)
 class Hidden:
     """A hidden array argument: a module variable (`kind` const/global, `data` its initial bytes)."""
@@ -74,6 +80,24 @@ class _Ctx:
             for n in d.names:
                 self.reg_types[n] = d.dtype
         self.vars = {v.name: v for v in fn.var_decls}
+        self.constants = _constant_registers(fn)
+
+
+def _constant_registers(fn: ast.Function) -> dict:
+    """{register name: value} of the function's registers whose only definition is a `mov` of an integer
+    immediate (nvcc's PTX defines most registers once: a shuffle's member mask is `mov.b32 %r7, -1`)."""
+    defs, value = {}, {}
+    for st in fn.body:
+        if isinstance(st, ast.Label) or not st.operands:
+            continue
+        d = st.operands[0]
+        for r in (d.first, d.second) if isinstance(d, ast.RegPair) else (d,):
+            if isinstance(r, ast.Reg):
+                defs[r.name] = defs.get(r.name, 0) + 1
+                src = st.operands[1] if len(st.operands) > 1 else None
+                if st.opcode == "mov" and st.pred is None and isinstance(src, ast.Imm) and not src.is_float:
+                    value[r.name] = int(src.value)
+    return {n: v for n, v in value.items() if defs.get(n) == 1}
 
 
 class _Lowerer:
@@ -110,6 +134,10 @@ class _Lowerer:
         if ins.loc is not None:
             path = self.mod.file_table.get(ins.loc[0], self.mod.filename)
             line = ins.loc[1]
+            if ins.inlined_at is not None and _toolkit_header(path):
+                # an intrinsic inlined from the CUDA headers (__syncwarp, __shfl_sync): its call site
+                path = self.mod.file_table.get(ins.inlined_at[0], self.mod.filename)
+                line = ins.inlined_at[1]
             text = self.source_line(path, line) or ins.text
             return SourceLoc(path, line, text)
         return SourceLoc(self.mod.filename, ins.line, ins.text)
@@ -551,7 +579,8 @@ class _Lowerer:
     def sym_address(self, r: Reg, name: str, ctx: _Ctx, ins, loc, offset: int = 0):
         if name in self.shared_of:
             d = self.shared[self.shared_of[name]]
-            self.emit("mov", [r], [Imm(d.offset + offset, r.dtype)], loc, type=r.dtype.name, addr_of="shared")
+            self.emit("mov", [r], [Imm(d.offset + offset, r.dtype)], loc, type=r.dtype.name, addr_of="shared",
+                      symbol=self.shared_of[name])
         elif name in self.hidden_of:
             h = self.hidden_of[name]
             if offset:
@@ -597,9 +626,13 @@ class _Lowerer:
 
         if op == "bar.warp.sync":  # a wait point of Independent Thread Scheduling (jaxsimt.its)
             mm = ops[0] if ops else None
-            self.emit("warpsync", (), (), loc,
-                      membermask=(mm.bits if mm.is_float else int(mm.value)) & 0xFFFFFFFF
-                      if isinstance(mm, ast.Imm) else None)
+            if isinstance(mm, ast.Reg) and mm.name in ctx.constants:
+                mm = ctx.constants[mm.name] & 0xFFFFFFFF
+            elif isinstance(mm, ast.Imm):
+                mm = (mm.bits if mm.is_float else int(mm.value)) & 0xFFFFFFFF
+            else:
+                mm = None
+            self.emit("warpsync", (), (), loc, membermask=mm)
             return
         if op in ("membar", "fence", "nanosleep", "cp.async.commit_group", "cp.async.wait_group",
                   "cp.async.wait_all", "griddepcontrol", "prefetch", "prefetchu"):
@@ -898,7 +931,12 @@ class _Lowerer:
             else [self.dst(d0, ctx, ins)]
         srcs = [self.src(ops[k], ctx, T.b32, ins, loc) for k in (1, 2, 3)]
         mm = ops[4] if len(ops) > 4 else None  # shfl.sync's member mask (synccheck compares it with the lanes)
-        mm = int(mm.value) & 0xFFFFFFFF if isinstance(mm, ast.Imm) and not mm.is_float else None
+        if isinstance(mm, ast.Reg) and mm.name in ctx.constants:
+            mm = ctx.constants[mm.name] & 0xFFFFFFFF
+        elif isinstance(mm, ast.Imm) and not mm.is_float:
+            mm = int(mm.value) & 0xFFFFFFFF
+        else:
+            mm = None
         self.emit("ptx.shfl", dsts, srcs, loc, mode=mode, membermask=mm)
 
     # ---------------------------------------------------------------- tensor cores

@@ -9,10 +9,12 @@ alignment mask) and selections between pointers of one allocation, around loops 
 fixpoint over the control-flow graph, once, in Python).
 
 Each register's value is UNDEF (not yet defined), INT (an integer: an index, an offset, a size), a pointer
-tag — ("param", p), ("shared",) or ("local",) — or TOP (a pointer of unknown origin: loaded from memory,
+tag — ("param", p), ("shared", variable) or ("local",) — or TOP (a pointer of unknown origin: loaded from memory,
 one of two allocations, a pointer difference added back). An access whose address is a tagged pointer gets
 the attribute `origin`: p (an int: checked against parameter p's allocation, exactly), "shared" or "local"
-(the address of a variable of that space: using it as a global address is a wrong-space access). Accesses
+(the address of a variable of that space: using it as a global address is a wrong-space access); a shared
+variable's also gets `shared_array` (its index in the program's shared declarations: checked against that
+array's bounds, not only the block's shared memory). Accesses
 through TOP pointers keep no origin and are checked against the allocation their address falls in.
 """
 from __future__ import annotations
@@ -53,8 +55,8 @@ def _result(program: Program, ins: Instr, env: dict):
     op = ins.op
     if op == "param":
         return ("param", ins.attr("index")) if program.params[ins.attr("index")].is_pointer else INT
-    if op == "mov" and ins.attr("addr_of") is not None:
-        return (ins.attr("addr_of"),)
+    if op == "mov" and ins.attr("addr_of") is not None:  # a variable's address (a shared one: which)
+        return (ins.attr("addr_of"),) + ((ins.attr("symbol"),) if ins.attr("symbol") is not None else ())
     vals = [_value(env, s) for s in ins.src]
     if op in _COPYING:
         return vals[0] if vals else INT
@@ -123,8 +125,10 @@ def _annotate(ins: Instr, env: dict) -> Instr:
     v = env.get(ins.src[0].index, UNDEF)
     if not _is_tag(v):
         return ins
-    origin = v[1] if v[0] == "param" else v[0]
-    return replace(ins, attrs=tuple(sorted(ins.attrs + (("origin", origin),), key=lambda kv: kv[0])))
+    extra = (("origin", v[1] if v[0] == "param" else v[0]),)
+    if v[0] == "shared" and len(v) > 1:
+        extra += (("shared_array", v[1]),)
+    return replace(ins, attrs=tuple(sorted(ins.attrs + extra, key=lambda kv: kv[0])))
 
 
 def annotate(program: Program) -> Program:

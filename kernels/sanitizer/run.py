@@ -49,3 +49,68 @@ def check_reference(case: Case, result, args=None) -> dict:
         else:
             ok[i] = got.shape == want.shape and bool(np.array_equal(got, want))
     return ok
+
+
+# The corpus's kinds of finding -> the kinds of jaxsimt's findings that are that bug (jaxsimt.sanitizer.KIND)
+KINDS = {
+    "out_of_bounds": {"out-of-bounds global access", "out-of-bounds shared access", "out-of-bounds local access"},
+    "misaligned": {"misaligned access"},
+    "wrong_space": {"wrong-space address", "out-of-bounds global access"},
+    "race": {"data race", "warp hazard (a race under ITS)"},
+    "uninitialized": {"uninitialized read"},
+    "barrier_divergence": {"barrier under divergence", "barrier skipped by live threads",
+                           "threads wait at different barriers"},
+    "warp_sync_mask": {"member mask names lanes that do not execute it"},
+}
+
+
+def _param_names(case: Case) -> list:
+    """A CUDA kernel's parameter names, from its source's signature."""
+    import re
+    with open(case.source_path) as f:
+        src = f.read()
+    m = re.search(r"\b%s\s*\(([^)]*)\)" % re.escape(case.entry), src)
+    return [re.split(r"[\s*&]+", p.strip())[-1] for p in m.group(1).split(",")] if m else []
+
+
+def _names_array(case: Case, f) -> bool:
+    """Whether a finding's array is the case's (PTX parameters are named `<entry>_param_<k>`; shared and
+    local variables keep their source name inside nvcc's mangled one)."""
+    want = case.expect.array
+    got = f.array or f.message
+    if want is None:
+        return True
+    if case.kind == "cuda" and case.expect.space == "global":
+        names = _param_names(case)
+        return want in names and f"_param_{names.index(want)}" in got
+    return want in got
+
+
+def match(case: Case, findings: list):
+    """(the finding of jaxsimt's `findings` that reports the case's planted bug, or None; why not): of the
+    case's check and kind, at the planted line (a race: naming both its lines), with the thread and block
+    where one thread is at fault, the array, and the byte offset where it is defined."""
+    e = case.expect
+    mine = [f for f in findings if f.check == case.check and f.kind in KINDS[e.kind]]
+    if not mine:
+        return None, f"no {case.check} finding of kind {e.kind}"
+    lines = set(e.lines or (e.line,))
+    at = [f for f in mine if f.line in lines or f.other_line in lines]
+    if not at:
+        return None, f"no finding at line(s) {sorted(lines)}"
+    why = ""
+    for f in at:
+        if e.kind == "race" and len(lines) == 2 and not {f.line, f.other_line} <= lines:
+            why = "the race's other line differs"
+        elif e.thread is not None and e.threads == 1 and e.thread not in (f.thread, f.other_thread):
+            why = f"thread {f.thread}, not {e.thread}"
+        elif e.block is not None and e.block not in (f.block, f.other_block):
+            why = f"block {f.block}, not {e.block}"
+        elif not _names_array(case, f):
+            why = f"array {f.array!r}, not {e.array!r}"
+        elif (e.offset is not None and e.threads == 1 and e.kind in ("out_of_bounds", "uninitialized")
+              and f.extra.get("offset") != e.offset):
+            why = f"offset {f.extra.get('offset')}, not {e.offset}"
+        else:
+            return f, ""
+    return None, why

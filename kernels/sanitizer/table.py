@@ -4,7 +4,8 @@ written by kernels/sanitizer/collect_h200.py) as markdown tables for docs/saniti
     python -m jaxsimt.kernels.sanitizer.table            # all three tables
     python -m jaxsimt.kernels.sanitizer.table --cases    # one of them: --cases, --classes or --details
 
-The "jaxsimt" columns are left empty for the emulator's own verdicts.
+With --jaxsimt the "jaxsimt" columns hold jaxsimt's own verdicts, from running every case with all checks
+(`launch(..., check="all", collect=True)`; a few minutes on a laptop); without it they stay empty.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import argparse
 import functools
 import json
 import os
+from typing import Optional
 
 from . import cases as C
 
@@ -89,8 +91,34 @@ def plain_cell(v) -> str:
     return text
 
 
-def case_table() -> str:
-    """Per case and run: what compute-sanitizer reported."""
+def jaxsimt_verdicts() -> dict:
+    """{case: table cell} of jaxsimt's checks on every case: "L<line> <kind>" when the planted bug is reported
+    (`run.match`), "missed (why)" when not, "clean" / the findings for clean kernels, the error for a case the
+    emulator refuses."""
+    from . import run
+    out = {}
+    for c in C.CASES:
+        mode = "stack" if c.expect is not None and c.expect.kind == "warp_sync_mask" else c.mode
+        try:
+            r = run.launch(c, check="all", collect=True, mode=mode, counters=False)
+        except Exception as e:  # noqa: BLE001 - a cell of the table
+            out[c.name] = f"{type(e).__name__}"
+            continue
+        if c.check is None:
+            out[c.name] = "clean" if not r.findings else ", ".join(sorted({f.kind for f in r.findings}))
+            continue
+        f, why = run.match(c, r.findings)
+        if f is None:
+            out[c.name] = f"missed ({why})"
+        else:
+            lines = "/".join(str(x) for x in dict.fromkeys(x for x in (f.line, f.other_line) if x))
+            out[c.name] = f"L{lines} {f.kind}" + (" (stack mode)" if mode != c.mode else "")
+    return out
+
+
+def case_table(ours: Optional[dict] = None) -> str:
+    """Per case and run: what compute-sanitizer reported (and jaxsimt: `ours`, from `jaxsimt_verdicts`)."""
+    ours = ours or {}
     data = load()["cases"]
     head = ["case", "check", "planted at"] + [t for _, t in COLUMNS] + ["H200 without a tool", "jaxsimt"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -98,16 +126,17 @@ def case_table() -> str:
         per = data.get(c.name, {})
         where = f"{c.source}:{'/'.join(map(str, c.expect.lines or (c.expect.line,)))}" if c.expect else "—"
         cells = [f"`{c.name}`", c.check or "clean", where] + [cell(per.get(r)) for r, _ in COLUMNS]
-        rows.append("| " + " | ".join(cells + [plain_cell(per.get("plain")), ""]) + " |")
+        rows.append("| " + " | ".join(cells + [plain_cell(per.get("plain")), ours.get(c.name, "")]) + " |")
     return "\n".join(rows)
 
 
 OPTIONS = {"memcheck_padding": "--padding 256", "racecheck": "--racecheck-report all --racecheck-detect-level info"}
 
 
-def class_table() -> str:
+def class_table(ours: Optional[dict] = None) -> str:
     """Per bug class: how many planted bugs compute-sanitizer's matching tool reported at their line, by
     default and with the options that find more, which it missed, and findings on the clean look-alikes."""
+    ours_of = ours or {}
     data = load()["cases"]
     head = ["check", "planted bugs", "compute-sanitizer reports", "with options", "missed", "jaxsimt"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -119,12 +148,17 @@ def class_table() -> str:
         extra = [f"{len(found[r])} (`{OPTIONS[r]}`)" for r in runs[1:]]
         missed = [f"`{c.name}`" + (" (hangs)" if _hangs(data.get(c.name, {})) else "") for c in planted
                   if not any(c.name in f for f in found.values())]
+        ours = ""
+        if ours_of:
+            gone = [f"`{c.name}`" for c in planted if not ours_of.get(c.name, "").startswith("L")]
+            ours = f"{len(planted) - len(gone)}" + (f" (missed: {', '.join(gone)})" if gone else "")
         rows.append("| " + " | ".join([f"`{check}`", str(len(planted)), str(len(default)),
-                                        ", ".join(extra) or "", ", ".join(missed) or "none", ""]) + " |")
+                                        ", ".join(extra) or "", ", ".join(missed) or "none", ours]) + " |")
     clean = [c for c in C.by_check(None) if c.kind == "cuda"]
     bad = sorted({c.name for c in clean for r, v in data.get(c.name, {}).items() if r != "plain" and v.get("reported")})
+    ours = f"{sum(ours_of.get(c.name) != 'clean' for c in clean)} with findings" if ours_of else ""
     rows.append("| " + " | ".join(["clean look-alikes", str(len(clean)),
-                                    f"{len(bad)} with findings (any run)", "", ", ".join(bad) or "", ""]) + " |")
+                                    f"{len(bad)} with findings (any run)", "", ", ".join(bad) or "", ours]) + " |")
     return "\n".join(rows)
 
 
@@ -201,9 +235,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for name in ("cases", "classes", "details"):
         ap.add_argument(f"--{name}", action="store_true")
+    ap.add_argument("--jaxsimt", action="store_true", help="run every case on jaxsimt for its columns")
     a = ap.parse_args(argv)
+    ours = jaxsimt_verdicts() if a.jaxsimt else {}
     chosen = [n for n in ("cases", "classes", "details") if getattr(a, n)] or ["classes", "cases", "details"]
-    tables = {"cases": case_table, "classes": class_table, "details": details_table}
+    tables = {"cases": lambda: case_table(ours), "classes": lambda: class_table(ours), "details": details_table}
     print("\n\n".join(tables[n]() for n in chosen))
     return 0
 
