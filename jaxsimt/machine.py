@@ -1170,7 +1170,8 @@ class Machine:
         lmem_words = g.W * g.warp_size * self.layout.local_words if self.layout.local_words else 1
         g_race, g_init = gshadow
         return sanitizer.Shadow(
-            g_race=g_race, s_race=sanitizer.race_shadow(smem_words) if "racecheck" in check else (), g_init=g_init,
+            g_race=g_race, s_race=sanitizer.race_shadow(smem_words, g_race[1].shape[0] > 0) if "racecheck" in check
+            else (), g_init=g_init,
             s_init=jnp.zeros((4 * smem_words,), bool) if "initcheck" in check else (),
             l_init=jnp.zeros((4 * lmem_words,), bool) if "initcheck" in check else ())
 

@@ -237,15 +237,18 @@ class Shadow(NamedTuple):
     l_init: tuple  # () or [4 x local words] bool
 
 
-def race_shadow(n: int) -> RaceShadow:
-    e = lambda: jnp.full((n,), EMPTY, jnp.int64)  # noqa: E731  (distinct buffers: the run donates them)
-    return RaceShadow(e(), e(), e(), jnp.full((n,), EMPTY_LO, jnp.int64), e(), e(), e(), e(), e())
+def race_shadow(n: int, timed: bool = True) -> RaceShadow:
+    """An empty race shadow of n words. `timed`: keep each access's clock (the kernel has atomics, which may
+    order accesses as a lock does); else the clocks are [0] arrays and a write clears the readers instead."""
+    e = lambda m=n: jnp.full((m,), EMPTY, jnp.int64)  # noqa: E731  (distinct buffers: the run donates them)
+    t = n if timed else 0
+    return RaceShadow(e(), e(), e(t), jnp.full((n,), EMPTY_LO, jnp.int64), e(), e(t), e(), e(), e(t))
 
 
 def global_race_shadow(words: int, threads: int) -> tuple:
     """Global memory's race shadow and the per-thread clock of the latest atomic ([threads]; [0] for a kernel
     without atomics), carried from wave to wave."""
-    return race_shadow(words), jnp.full((threads,), -1, jnp.int64)
+    return race_shadow(words, threads > 0), jnp.full((threads,), -1, jnp.int64)
 
 
 def byte_mask(boff, nbytes: int):
@@ -275,7 +278,7 @@ def unordered(key, ep, t, me: Access, atom_time, tpb: int, warp_size: int):
     ordered = ((tid == me.tid) | (same_cta & ((ep >> 32) != (me.ep >> 32)))
                | (same_warp & (((ep >> 4) & 0x0FFFFFFF) != ((me.ep >> 4) & 0x0FFFFFFF))))
     n = atom_time.shape[0]
-    if n:  # the kernel has atomics (else the clock is empty: `global_race_shadow`)
+    if n and t is not None:  # the kernel has atomics (else the clock is empty: `global_race_shadow`)
         other_atom = atom_time[jnp.clip(tid, 0, n - 1)]
         mine = atom_time[jnp.clip(me.tid, 0, n - 1)]
         ordered = ordered | ((other_atom > t) & (mine > other_atom))
@@ -303,16 +306,21 @@ def race_check(sh: RaceShadow, atom_time, kind: str, widx, ok, me: Access, tpb: 
         r, h = unordered(key, ep, t, me, atom_time, tpb, warp_size)
         found.append((errors.FaultCode.RACE, ok & r, key))
         found.append((errors.FaultCode.WARP_HAZARD, ok & h, key))
-        seen.extend((key, ep, t))
+        seen.extend((key, ep) + (() if t is None else (t,)))
 
+    timed = sh.w_t.shape[0] > 0
     for w in range(words):
         g = jnp.minimum(widx + w, n - 1)
-        conflict(sh.w_key[g], sh.w_ep[g], sh.w_t[g])  # after a plain write: every kind of access
-        if kind == "write":
+        w_t = sh.w_t[g] if timed else None
+        conflict(sh.w_key[g], sh.w_ep[g], w_t)  # after a plain write: every kind of access
+        if kind == "write" and timed:
             # readers since the write, only: an older reader was checked against that write already
-            lo_t, hi_t, w_t = sh.lo_t[g], sh.hi_t[g], sh.w_t[g]
+            lo_t, hi_t = sh.lo_t[g], sh.hi_t[g]
             conflict(jnp.where(lo_t > w_t, sh.lo_key[g], EMPTY), sh.lo_ep[g], lo_t)
             conflict(jnp.where(hi_t > w_t, sh.hi_key[g], EMPTY), sh.hi_ep[g], hi_t)
+        elif kind == "write":  # a write clears the readers (untimed shadow)
+            conflict(sh.lo_key[g], sh.lo_ep[g], None)
+            conflict(sh.hi_key[g], sh.hi_ep[g], None)
     return found, seen
 
 
@@ -335,6 +343,7 @@ def race_update(sh: RaceShadow, atom_time, kind: str, widx, ok, me: Access, tpb:
     found = []
     now = jnp.broadcast_to(me.time, ok.shape)
     ok = ok & _after(list(seen))
+    timed = sh.w_t.shape[0] > 0
     for w in range(words):
         idx = jnp.where(ok, widx + w, n)
         g = jnp.minimum(idx, n - 1)
@@ -346,18 +355,23 @@ def race_update(sh: RaceShadow, atom_time, kind: str, widx, ok, me: Access, tpb:
             found.append((errors.FaultCode.RACE, r, won))
             found.append((errors.FaultCode.WARP_HAZARD, lost & ~r, won))
             mine = jnp.where(ok & (won == me.key), idx, n)
-            sh = sh._replace(w_key=wk, w_ep=sh.w_ep.at[mine].set(me.ep, mode="drop"),
-                             w_t=sh.w_t.at[mine].set(now, mode="drop"))
+            sh = sh._replace(w_key=wk, w_ep=sh.w_ep.at[mine].set(me.ep, mode="drop"))
+            if timed:
+                sh = sh._replace(w_t=sh.w_t.at[mine].set(now, mode="drop"))
+            else:
+                sh = sh._replace(lo_key=sh.lo_key.at[idx].set(EMPTY_LO, mode="drop"),
+                                 hi_key=sh.hi_key.at[idx].set(EMPTY, mode="drop"))
         else:  # a reader (atomics too: they race only with plain writes)
             lo = sh.lo_key.at[jnp.where(stale(sh.lo_key[g], sh.lo_ep[g], me, tpb), idx, n)].set(EMPTY_LO, mode="drop")
             hi = sh.hi_key.at[jnp.where(stale(sh.hi_key[g], sh.hi_ep[g], me, tpb), idx, n)].set(EMPTY, mode="drop")
             lo = lo.at[idx].min(me.key, mode="drop")
             hi = hi.at[idx].max(me.key, mode="drop")
             lo_me, hi_me = jnp.where(lo[g] == me.key, idx, n), jnp.where(hi[g] == me.key, idx, n)
-            sh = sh._replace(lo_key=lo, lo_ep=sh.lo_ep.at[lo_me].set(me.ep, mode="drop"),
-                             lo_t=sh.lo_t.at[lo_me].set(now, mode="drop"), hi_key=hi,
-                             hi_ep=sh.hi_ep.at[hi_me].set(me.ep, mode="drop"),
-                             hi_t=sh.hi_t.at[hi_me].set(now, mode="drop"))
+            sh = sh._replace(lo_key=lo, lo_ep=sh.lo_ep.at[lo_me].set(me.ep, mode="drop"), hi_key=hi,
+                             hi_ep=sh.hi_ep.at[hi_me].set(me.ep, mode="drop"))
+            if timed:
+                sh = sh._replace(lo_t=sh.lo_t.at[lo_me].set(now, mode="drop"),
+                                 hi_t=sh.hi_t.at[hi_me].set(now, mode="drop"))
     if kind == "atomic" and atom_time.shape[0]:
         m = atom_time.shape[0]
         atom_time = atom_time.at[jnp.where(ok, me.tid, m)].set(now, mode="drop")
@@ -529,15 +543,12 @@ def describe(prog, geo, grid, cta_table, bases, sizes, findings: Findings, legac
             f.extra["offset"] = addr
         if ins is not None and code == errors.FaultCode.UNINIT and ins.operation.attr("space") == "local":
             f.extra["offset"] = addr  # the byte in the thread's local window
-        if other >= 0 and opc >= 0 and code != errors.FaultCode.SYNC_MASK:
+        if other >= 0 and opc >= 0 and code != errors.FaultCode.SYNC_MASK:  # a race: the other access's thread
             o_cta, o_t = divmod(other, tpb)
             f.other_block, f.other_thread = _coords(o_cta % n_ctas, grid), _coords(o_t, geo.block)
-            f.other_pc = opc
-            o_ins = instrs[opc][1] if 0 <= opc < len(instrs) else None
-            if o_ins is not None and o_ins.loc:
-                f.other_line, f.other_source = o_ins.loc.line, o_ins.loc.text.strip()
-        elif opc >= 0 and code in (errors.FaultCode.BARRIER_SKIPPED, errors.FaultCode.BARRIER_MISMATCH):
-            f.other_pc = opc
+        if opc >= 0 and (f.other_thread is not None or code in (errors.FaultCode.BARRIER_SKIPPED,
+                                                                  errors.FaultCode.BARRIER_MISMATCH)):
+            f.other_pc = opc  # the other access, or the barrier
             o_ins = instrs[opc][1] if 0 <= opc < len(instrs) else None
             if o_ins is not None and o_ins.loc:
                 f.other_line, f.other_source = o_ins.loc.line, o_ins.loc.text.strip()

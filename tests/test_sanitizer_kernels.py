@@ -15,7 +15,16 @@ from jaxsimt.kernels.gemm import RUNGS, random_operands
 ALL = dict(check="all", collect=True)
 
 
-def _clean(r):
+# Shipped kernels that race on purpose: {name: why}. Their findings must be exactly that race.
+RACY_BY_DESIGN = {"glob_st_broadcast": "the store-coalescing micro-kernel's broadcast pattern: every thread of "
+                                       "the grid stores to out[0] (what the H200 counts for one address)"}
+
+
+def _clean(r, name: str = ""):
+    if name in RACY_BY_DESIGN:
+        assert r.findings and {(f.check, f.kind) for f in r.findings} <= {
+            ("racecheck", "data race"), ("racecheck", sanitizer.KIND[errors.FaultCode.WARP_HAZARD])}, name
+        return
     assert r.findings == [], "\n".join(f.message for f in r.findings)
 
 
@@ -90,7 +99,7 @@ def _micro_names(slow: bool):
 def _run_micro(name):
     m = micro.REGISTRY[name]
     r = js.launch(m.factory(), m.grid, m.block, m.args(), **ALL)
-    _clean(r)
+    _clean(r, name)
     m.check(r)
 
 
@@ -112,7 +121,7 @@ def test_h200_collection_is_clean():
 
     for case in collection.CASES:
         r, args = collection.launch(case, **ALL)
-        _clean(r)
+        _clean(r, case.name)
         case.check(r, args)
 
 
