@@ -279,3 +279,24 @@ def test_checks_off_keep_no_sanitizer_state():
     assert all(m.uses_shadow and m.n_pending for m in on if "racecheck" in m.options.check)
     # the blocks are cut the same way with and without checks: a checked run takes no extra steps
     assert {len(m.program.blocks) for m in on + off} == {len(off[0].program.blocks)}
+
+
+def test_cli_check_collects_findings_as_json(tmp_path, capsys):
+    import json
+
+    from jaxsimt import cli
+
+    ptx = tmp_path / "nb.ptx"
+    ptx.write_text(NEIGHBOUR_PTX)
+    base = ["run", str(ptx), "--kernel", "nb", "--grid", "2", "--block", "128", "--no-timing",
+            "--arg", "f32[256]:uninit", "--arg", "f32[256]:zeros", "--arg", "s32:256"]
+    assert cli.main(base + ["--check", "memcheck,initcheck", "--collect", "--json"]) == 1  # findings: status 1
+    out = json.loads(capsys.readouterr().out)
+    kinds = {(f["check"], f["kind"]) for f in out["findings"]}
+    assert kinds == {("memcheck", "out-of-bounds global access"), ("initcheck", "uninitialized read")}
+    oob = next(f for f in out["findings"] if f["check"] == "memcheck")
+    assert oob["thread"] == [127, 0, 0] and oob["block"] == [1, 0, 0] and oob["offset"] == 1024
+    # without --collect the first finding stops the run as a kernel fault (n = 255: no thread reads past `in`)
+    assert cli.main(base[:-1] + ["s32:255", "--check", "initcheck"]) == 1
+    assert "read of uninitialized memory, 'nb_in' at byte offset 4" in capsys.readouterr().err
+    assert cli.main(base + ["--check", "bogus"]) == 2
