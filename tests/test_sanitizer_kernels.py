@@ -115,14 +115,24 @@ def test_all_micro_kernels_are_clean(name):
     _run_micro(name)
 
 
-@pytest.mark.slow
-def test_h200_collection_is_clean():
+def _collection():
     from jaxsimt.kernels import collection
 
-    for case in collection.CASES:
-        r, args = collection.launch(case, **ALL)
-        _clean(r, case.name)
-        case.check(r, args)
+    return collection.CASES
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", _collection(), ids=lambda c: c.name)
+def test_h200_collection_is_clean(case):
+    import jax
+
+    from jaxsimt.kernels import collection
+
+    r, args = collection.launch(case, **ALL)
+    _clean(r, case.name)
+    case.check(r, args)
+    # one process compiling every case's checked machine runs out of LLVM's code memory: free them
+    jax.clear_caches()
 
 
 def _suite_programs():
