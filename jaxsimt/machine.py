@@ -274,10 +274,8 @@ class _Exec:
 
     def record_fault(self, code: int, pc: int, bad, addr, other=-1, other_pc=-1):
         """A fault, or under the check it belongs to (`sanitizer.CHECK_OF`) a finding, at the lanes `bad`."""
-        if self.m.checked(code):
-            self.findings = sanitizer.record(self.findings, code, pc, bad, addr, self.wave, other, other_pc)
-        else:
-            self.fault = record_fault(self.fault, code, pc, bad, addr, self.wave)
+        self.fault, self.findings = self.m.flag(self.fault, self.findings, code, pc, bad, addr, self.wave, other,
+                                                other_pc)
 
     # -- instructions --
     def run(self, ins: Instr, pc: int):
@@ -614,6 +612,7 @@ class Machine:
         self.uses_ro_cache = self.options.ro_cache is not None and rocache.used_by(program)
         self._sync_tables()
         # blocks that do nothing but exit (no instructions; the exit pseudo-block too), [NB + 1]
+        self.any_barrier = any(b.term.kind == BARRIER for b in program.blocks)
         self.exit_only = jnp.asarray([not b.instrs and b.term.kind == EXIT for b in program.blocks] + [True])
         self._jitted = exact.jit(self._run_wave, donate_argnums=(0,))
         self._executables: dict = {}  # argument shapes -> compiled wave
@@ -1116,6 +1115,8 @@ class Machine:
         """[W] uint32: lanes not in the top entry `mask` that wait in a lower stack entry at a block that does
         nothing but exit (an early `return` before a later barrier: the lanes only wait there to exit, and
         exited threads do not hold a barrier up on Volta and later)."""
+        if not self.any_barrier:  # static: a kernel without barriers never asks
+            return jnp.zeros_like(mask)
         D = st.pc.shape[1]
         below = jnp.arange(D)[None, :] < (st.sp - 1)[:, None]
         parked = below & self.exit_only[jnp.clip(st.pc, 0, self.NB)]

@@ -64,15 +64,6 @@ KINDS = {
 }
 
 
-def _param_names(case: Case) -> list:
-    """A CUDA kernel's parameter names, from its source's signature."""
-    import re
-    with open(case.source_path) as f:
-        src = f.read()
-    m = re.search(r"\b%s\s*\(([^)]*)\)" % re.escape(case.entry), src)
-    return [re.split(r"[\s*&]+", p.strip())[-1] for p in m.group(1).split(",")] if m else []
-
-
 def _names_array(case: Case, f) -> bool:
     """Whether a finding's array is the case's (PTX parameters are named `<entry>_param_<k>`; shared and
     local variables keep their source name inside nvcc's mangled one)."""
@@ -81,8 +72,10 @@ def _names_array(case: Case, f) -> bool:
     if want is None:
         return True
     if case.kind == "cuda" and case.expect.space == "global":
+        from .table import _param_names  # {index: name} from the source's signature
         names = _param_names(case)
-        return want in names and f"_param_{names.index(want)}" in got
+        k = next((i for i, n in names.items() if n == want), None)
+        return k is not None and f"_param_{k}" in got
     return want in got
 
 
