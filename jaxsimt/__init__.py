@@ -15,7 +15,8 @@ if not _os.path.isdir(_os.path.join(_here, "kernels")) and _os.path.isfile(
 from jaxsimt import arch, cuda  # noqa: E402  (cuda: jaxsimt.cuda.load of .cu sources)
 from jaxsimt.arch import ARCHS, Arch, get_arch
 from jaxsimt.dsl import (
-    FULL_MASK, Const, Kernel, KernelTraceError, Ptr, Value, Var, all_sync, any_sync, ballot_sync, blockDim, blockIdx,
+    FULL_MASK, Const, Kernel, KernelTraceError, Ptr, Value, Var, all_sync, any_sync, ballot_sync, bar_arrive, bar_sync,
+    blockDim, blockIdx,
     break_, const, continue_, cos, ctaid, else_, exp2, fma, global_thread_index, gridDim, if_, kernel,
     laneid, log2, mad, maximum, minimum, nctaid, ntid, rcp, return_, rsqrt, shared, shfl_down_sync, shfl_sync,
     shfl_up_sync, shfl_xor_sync, sin, sqrt, syncthreads, syncwarp, threadIdx, tid, var, warpid, where, while_,

@@ -85,6 +85,7 @@ class Arch:
     max_threads_per_block: int
     max_block_dim: tuple[int, int, int]
     max_grid_dim: tuple[int, int, int]
+    barriers_per_block: int  # hardware block barriers (PTX bar.sync ids 0..barriers_per_block-1)
 
     # --- per-SM residency limits (occupancy) ---
     max_threads_per_sm: int
@@ -181,6 +182,7 @@ G80 = Arch(
     warp_schedulers_per_sm=1,
     its_supported=False,
     max_threads_per_block=512,
+    barriers_per_block=16,
     max_block_dim=(512, 512, 64),
     max_grid_dim=(65535, 65535, 1),
     max_threads_per_sm=768,
@@ -248,6 +250,7 @@ FERMI = Arch(
     warp_schedulers_per_sm=2,
     its_supported=False,
     max_threads_per_block=1024,
+    barriers_per_block=16,
     max_block_dim=(1024, 1024, 64),
     max_grid_dim=(65535, 65535, 65535),
     max_threads_per_sm=1536,
@@ -304,6 +307,7 @@ _HOPPER_COMMON = dict(
     warp_schedulers_per_sm=4,
     its_supported=True,
     max_threads_per_block=1024,
+    barriers_per_block=16,
     max_block_dim=(1024, 1024, 64),
     max_grid_dim=(2**31 - 1, 65535, 65535),
     max_threads_per_sm=2048,

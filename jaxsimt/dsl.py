@@ -340,8 +340,34 @@ sqrt, rsqrt, rcp, exp2, log2, sin, cos = map(_unary, ["sqrt", "rsqrt", "rcp", "e
 
 def syncthreads() -> None:
     """Barrier for all threads of the block (bar.sync 0). Ends the current basic block."""
+    _barrier(())
+
+
+def bar_sync(barrier: int, threads: Optional[int] = None) -> None:
+    """Wait at block barrier `barrier` (0..15) until `threads` threads (a multiple of the warp size) have
+    arrived at it, or without `threads` every thread of the block (PTX bar.sync a{, b}). Ends the block."""
+    _barrier(_barrier_attrs("bar_sync", barrier, threads, False))
+
+
+def bar_arrive(barrier: int, threads: int) -> None:
+    """Count this warp's threads at block barrier `barrier` without waiting (PTX bar.arrive a, b): the producer
+    side of a producer/consumer pair whose consumers `bar_sync(barrier, threads)`. Ends the block."""
+    _barrier(_barrier_attrs("bar_arrive", barrier, threads, True))
+
+
+def _barrier_attrs(name: str, barrier, threads, arrive: bool) -> tuple:
+    from jaxsimt.barriers import PTX_BARRIERS
+    if not isinstance(barrier, int) or not 0 <= barrier < PTX_BARRIERS:
+        raise KernelTraceError(f"{name}: barrier must be an int in 0..{PTX_BARRIERS - 1}, got {barrier!r}")
+    if (threads is None and arrive) or (threads is not None and (not isinstance(threads, int) or threads <= 0)):
+        raise KernelTraceError(f"{name}: threads must be a positive int, got {threads!r}")
+    return tuple(sorted(((("arrive", True),) if arrive else ()) + ((("barrier", barrier),) if barrier else ())
+                        + ((("threads", threads),) if threads else ())))
+
+
+def _barrier(attrs: tuple) -> None:
     b = _builder()
-    ins = Instr("bar", (), (), (), b.loc())
+    ins = Instr("bar", (), (), attrs, b.loc())
     nxt = b._new_block()
     b.end_block(Terminator(BARRIER, target=nxt.index, instr=ins))
     b.start_block(nxt)

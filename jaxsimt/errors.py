@@ -70,6 +70,8 @@ class FaultCode(enum.IntEnum):
     BARRIER_SKIPPED = 14  # threads run past a block barrier others of their block wait at
     BARRIER_MISMATCH = 15  # the threads a block barrier releases wait at different barrier instructions
     SYNC_MASK = 16  # a warp-synchronous instruction whose member mask names lanes that do not execute it
+    BARRIER_HANG = 17  # threads wait at a block barrier whose phase can no longer complete
+    BARRIER_COUNTS = 18  # threads of one block arrive at one barrier phase with different thread counts
 
 
 NONE, OOB_GLOBAL, OOB_SHARED, MISALIGNED, DIVERGENT_BARRIER, STACK_OVERFLOW, DEADLOCK, STEP_BUDGET, OOB_LOCAL = (

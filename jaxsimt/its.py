@@ -36,7 +36,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt import errors
+from jaxsimt import barriers, errors
 from jaxsimt.machine import EXTRA_OPS, RECENT, Counters, Fault, Machine, State, TermKind, pick_block
 from jaxsimt.program import Imm, Program, recut
 
@@ -177,7 +177,8 @@ class ItsMachine(Machine):
 
         item = self.item_of_warp(wave, dyn)
         if s.findings:
-            s = s._replace(findings=self.sync_before(s.findings, b, active, live, wave, s.steps))
+            s = s._replace(findings=self.sync_before(s.findings, b, active, self.unpack(self.valid_mask(wave, dyn)),
+                                                     wave, s.steps))
         s, taken = self._run_block(b, fns, s, active, wave, dyn)
         fault, findings = s.fault, s.findings
 
@@ -189,19 +190,32 @@ class ItsMachine(Machine):
         div = sel & (kind == TermKind.BRANCH) & (taken != 0) & ((mask & ~taken) != 0)
         # a backward branch yields the warp to its other groups
         yielded = jnp.where(active, new_pc <= b, yielded)
-        bar = lanes.bar | (active & (kind == TermKind.BARRIER))
+        C = g.ctas_per_wave
+        arriving = active & (kind == TermKind.BARRIER)  # [W, L]
+        bars = s.barriers
+        if self.any_barrier:  # each lane counts one thread (jaxsimt.barriers)
+            bars, clash = barriers.arrive(bars, arriving.reshape(C, -1), self.t_bar_id[b], self.t_bar_count[b], 1)
+            if findings:
+                findings = self.count_clash(findings, clash, self.t_pc[b], arriving, self.t_bar_count[b], wave)
+            arriving = arriving & ~self.t_bar_arrive[b]  # bar.arrive counts and goes on
+        bar = lanes.bar | arriving
         exited = jnp.where(sel & (kind == TermKind.EXIT), s.exited | mask, s.exited)
-        # bar.sync releases when every live lane of the thread block waits
         live = pcs != exit_pc
-        cta_done = (bar | ~live).reshape(g.ctas_per_wave, -1).all(axis=1)
-        if findings:
-            findings = findings._replace(bar_block=jnp.where(active & (kind == TermKind.BARRIER), b,
-                                                             findings.bar_block))
-            findings = self.sync_release(findings, cta_done & bar.reshape(g.ctas_per_wave, -1).any(axis=1), wave)
-        bar = bar & ~cta_done[self.cta_of_warp][:, None]
         # deadlock: live lanes, none ready (waiting at a barrier or held at a warp sync forever)
         dead = ~jnp.any(ready) & jnp.any(live)
         fault = fault.unless(dead, Fault.of(errors.DEADLOCK, wave))
+        # barrier release: a phase completes at its thread count, or without one when every live lane of the
+        # thread block waits at it
+        if self.any_barrier:
+            bars, freed, released = barriers.release(bars, bar.reshape(C, -1), (~live).reshape(C, -1))
+            freed = freed.reshape(bar.shape)
+            if findings:
+                findings = findings._replace(bar_block=jnp.where(arriving, b, findings.bar_block))
+                findings = self.sync_release(findings, freed, released, wave)
+                findings = self.never_completes(findings, dead, bar & ~freed,
+                                                barriers.short(bars, (bar & ~freed).reshape(C, -1)).reshape(bar.shape),
+                                                wave)
+            bar = bar & ~freed
         groups = pc_groups(pcs, live, NB + 1)
         trace = s.trace
         if trace:
@@ -209,7 +223,7 @@ class ItsMachine(Machine):
             trace = (tb.at[s.steps].set(b, mode="drop"), tm.at[s.steps].set(mask, mode="drop"),
                      tsp.at[s.steps].set(groups, mode="drop"))
         return s._replace(
-            fault=fault, findings=findings, stack=Lanes(pcs, bar, yielded, jnp.where(ready & ~sel, lanes.age + 1, 0)), exited=exited,
+            fault=fault, findings=findings, barriers=bars, stack=Lanes(pcs, bar, yielded, jnp.where(ready & ~sel, lanes.age + 1, 0)), exited=exited,
             steps=s.steps + 1, trace=trace, recent=s.recent.at[s.steps % RECENT].set(b),
             warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
             thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
@@ -218,7 +232,10 @@ class ItsMachine(Machine):
 
     def init_state(self, gmem, counters, wave, dyn, zero) -> State:
         s = super().init_state(gmem, counters, wave, dyn, zero)
-        return s._replace(stack=init(self.unpack(self.valid_mask(wave, dyn)), self.exit_pc))
+        g = self.geo
+        return s._replace(stack=init(self.unpack(self.valid_mask(wave, dyn)), self.exit_pc),
+                          barriers=barriers.init(g.ctas_per_wave, g.warps_per_block * g.warp_size, self.n_barriers)
+                          if self.any_barrier else ())
 
     def _run_wave(self, gmem, counters, wave, dyn, zero):
         s0 = self.init_state(gmem, counters, wave, dyn, zero)

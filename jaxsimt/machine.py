@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt import alu, constcache, errors, exact, lsu, memstage, memstats, rocache, sanitizer, stack, templates
+from jaxsimt import alu, barriers, constcache, errors, exact, lsu, memstage, memstats, rocache, sanitizer, stack, templates
 from jaxsimt import types as T
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Program, Reg, Terminator,
                               cross_block_registers)
@@ -119,6 +119,7 @@ class State(NamedTuple):
     age: jnp.ndarray = None  # [W] int32  steps since the warp last ran while it was ready (stack mode)
     findings: tuple = ()  # () or sanitizer.Findings (launches with checks)
     shadow: tuple = ()  # () or sanitizer.Shadow (racecheck, initcheck)
+    barriers: tuple = ()  # () or barriers.Barriers (programs with block barriers)
 
 
 class Options(NamedTuple):
@@ -613,6 +614,14 @@ class Machine:
         self._sync_tables()
         # blocks that do nothing but exit (no instructions; the exit pseudo-block too), [NB + 1]
         self.any_barrier = any(b.term.kind == BARRIER for b in program.blocks)
+        bars = barriers.table(program)
+        arch = options.target or options.arch
+        barriers.validate(program, bars, geo.warp_size,
+                          arch.barriers_per_block if arch is not None else barriers.PTX_BARRIERS)
+        self.n_barriers = bars.n
+        self.counted_barriers = bool(bars.count.any())  # static: only then can arrivals name different counts
+        self.t_bar_id, self.t_bar_count, self.t_bar_arrive = (jnp.asarray(bars.bar_id), jnp.asarray(bars.count),
+                                                              jnp.asarray(bars.arrive))
         self.exit_only = jnp.asarray([not b.instrs and b.term.kind == EXIT for b in program.blocks] + [True])
         self._jitted = exact.jit(self._run_wave, donate_argnums=(0,))
         self._executables: dict = {}  # argument shapes -> compiled wave
@@ -661,11 +670,13 @@ class Machine:
             return fault, sanitizer.record(findings, code, pc, bad, addr, wave, other, other_pc)
         return record_fault(fault, code, pc, bad, addr, wave), findings
 
-    def sync_before(self, f, b, active, live, wave, steps):
-        """synccheck before block b runs for the lanes `active` [W, L] (`live`: lanes of the wave's threads
-        that have not exited): lanes running work that follows a barrier other lanes of their block wait at
-        (BARRIER_SKIPPED), warp-synchronous instructions whose member mask names live lanes that do not run
-        them (SYNC_MASK); and each warp's `__syncwarp` count. Returns the findings."""
+    def sync_before(self, f, b, active, threads, wave, steps):
+        """synccheck before block b runs for the lanes `active` [W, L] (`threads`: the lanes that are threads
+        of the launch): lanes running work that follows a barrier other lanes of their block wait at
+        (BARRIER_SKIPPED), warp-synchronous instructions whose member mask names threads that do not run them
+        (SYNC_MASK: threads elsewhere, and threads that have exited: both leave the instruction undefined,
+        and under ITS exited threads are the only ones a warp sync does not wait for); and each warp's
+        `__syncwarp` count. Returns the findings."""
         g = self.geo
         running = jnp.any(active, axis=1)  # [W]
         f = f._replace(warp_sync=f.warp_sync + (running & self.has_warpsync[b]).astype(jnp.int32),
@@ -676,7 +687,7 @@ class Machine:
             f = self._skipped_barrier(f, b, active, wave)
         if not self.has_sync_masks:
             return f
-        named = self.unpack(jnp.broadcast_to(self.sync_mask[b], (g.W,))) & live
+        named = self.unpack(jnp.broadcast_to(self.sync_mask[b], (g.W,))) & threads
         return sanitizer.record(f, errors.FaultCode.SYNC_MASK, self.sync_pc[b],
                                 named & ~active & running[:, None] & (self.sync_mask[b] != 0), self.sync_mask[b], wave)
 
@@ -692,20 +703,42 @@ class Machine:
                                 active & cta_past[self.cta_of_warp][:, None], 0, wave, -1,
                                 bar_pc[self.cta_of_warp][:, None])
 
-    def sync_release(self, f, released, wave):
-        """synccheck and ordering at barriers (`f.bar_block`: the barrier block each lane waits at), `released`
-        [C] blocks whose barrier releases now. Counts
-        the episode and, under synccheck, reports lanes released from a different barrier instruction than
-        others of their block (BARRIER_MISMATCH). Returns the findings."""
+    def sync_release(self, f, freed, released, wave):
+        """synccheck and ordering at barriers (`f.bar_block`: the barrier block each lane waits at): `freed`
+        [W, L] (or [W, 1]) the waiters released now, `released` [C] blocks in which a barrier completed. Counts
+        the episode and, under synccheck, reports lanes released from an uncounted barrier at a different
+        instruction than others of their block (BARRIER_MISMATCH; counted barriers are met at different
+        instructions by design: a producer's bar.arrive, a consumer's bar.sync). Returns the findings."""
         g = self.geo
-        rel = released[self.cta_of_warp][:, None] & (f.bar_block >= 0)
+        rel = freed & (f.bar_block >= 0)
         if "synccheck" in self.options.check and self.has_barriers:
-            blk = f.bar_block.reshape(g.ctas_per_wave, -1)
+            whole = rel & (self.t_bar_count[jnp.maximum(f.bar_block, 0)] == 0)
+            blk = jnp.where(whole, f.bar_block, -1).reshape(g.ctas_per_wave, -1)
             lo = jnp.where(blk >= 0, blk, self.NB).min(axis=1)[self.cta_of_warp][:, None]
             hi = blk.max(axis=1)[self.cta_of_warp][:, None]
             f = sanitizer.record(f, errors.FaultCode.BARRIER_MISMATCH, self.t_pc[jnp.maximum(hi, 0)],
-                                 rel & (lo != hi) & (f.bar_block == hi), 0, wave, -1, self.t_pc[jnp.minimum(lo, self.NB - 1)])
+                                 whole & (lo != hi) & (f.bar_block == hi), 0, wave, -1,
+                                 self.t_pc[jnp.minimum(lo, self.NB - 1)])
         return f._replace(episode=f.episode + released.astype(jnp.int32), bar_block=jnp.where(rel, -1, f.bar_block))
+
+    def count_clash(self, f, clash, pc, lanes, count, wave):
+        """synccheck: the lanes `lanes` [W, L] arriving with thread `count` at a counted barrier whose phase
+        others of their block entered with another count (`clash` [C], barriers.arrive) (BARRIER_COUNTS)."""
+        if "synccheck" not in self.options.check or not self.counted_barriers:
+            return f
+        return sanitizer.record(f, errors.FaultCode.BARRIER_COUNTS, pc, lanes & clash[self.cta_of_warp][:, None],
+                                count, wave)
+
+    def never_completes(self, f, dead, waiting, counted, wave):
+        """synccheck, when no warp of the wave can go on (`dead`): lanes waiting (`waiting` [W, L] or [W, 1])
+        at a barrier whose phase can no longer complete, with the threads it has counted (`counted`, -1 for
+        an uncounted barrier; the finding's address) (BARRIER_HANG). The launch reports the finding instead
+        of a deadlock."""
+        if "synccheck" not in self.options.check:
+            return f
+        stuck = dead & waiting & (f.bar_block >= 0)
+        return sanitizer.record(f, errors.FaultCode.BARRIER_HANG, self.t_pc[jnp.maximum(f.bar_block, 0)], stuck,
+                                counted, wave)
 
     def checked(self, code: int) -> bool:
         """Whether a fault of `code` is a finding of a check that is on (else it stops the run as a fault)."""
@@ -1047,6 +1080,7 @@ class Machine:
     # -- the shared part of a step: scheduling, terminators, stacks, barriers --
     def _step(self, s: State, wave, dyn: Dyn, fns) -> State:
         g, NB = self.geo, self.NB
+        C, P = g.ctas_per_wave, g.warps_per_block
         top_pc, _, top_mask = stack.top(s.stack)
         alive = s.stack.sp > 0
         ready = alive & ~s.waiting
@@ -1057,9 +1091,8 @@ class Machine:
 
         item = self.item_of_warp(wave, dyn)
         if s.findings:
-            s = s._replace(findings=self.sync_before(s.findings, b, active,
-                                                     self.unpack(self.valid_mask(wave, dyn) & ~s.exited), wave,
-                                                     s.steps))
+            s = s._replace(findings=self.sync_before(s.findings, b, active, self.unpack(self.valid_mask(wave, dyn)),
+                                                     wave, s.steps))
         s, taken = self._run_block(b, fns, s, active, wave, dyn)
         regs, gmem, smem, lmem, mem, fault, findings = s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.findings
 
@@ -1079,6 +1112,14 @@ class Machine:
         missing = self.unpack(live & ~mask & ~self.parked_for_exit(st, mask)) & at_bar[:, None]
         fault, findings = self.flag(fault, findings, errors.DIVERGENT_BARRIER, tpc, missing, 0, wave)
         st = stack.set_top_pc(st, at_bar, target)
+        bars = s.barriers
+        if self.any_barrier:
+            bars, clash = barriers.arrive(bars, at_bar.reshape(C, P), self.t_bar_id[b], self.t_bar_count[b],
+                                          g.warp_size)
+            if findings:
+                findings = self.count_clash(findings, clash, tpc, self.unpack(mask) & at_bar[:, None],
+                                            self.t_bar_count[b], wave)
+            at_bar = at_bar & ~self.t_bar_arrive[b]  # bar.arrive counts and goes on
         waiting = waiting | at_bar
         # exit
         at_exit = sel & (kind == TermKind.EXIT)
@@ -1088,13 +1129,18 @@ class Machine:
         # deadlock: live warps, none ready
         dead = ~jnp.any(ready) & jnp.any(alive)
         fault = fault.unless(dead, Fault.of(errors.DEADLOCK, wave))
-        # barrier release: every unfinished warp of the block waits
-        done_or_wait = (~(st.sp > 0) | waiting).reshape(g.ctas_per_wave, g.warps_per_block).all(axis=1)
-        if findings:
-            findings = findings._replace(bar_block=jnp.where(at_bar[:, None] & active, b, findings.bar_block))
-            released = done_or_wait & waiting.reshape(g.ctas_per_wave, g.warps_per_block).any(axis=1)
-            findings = self.sync_release(findings, released, wave)
-        waiting = waiting & ~done_or_wait[self.cta_of_warp]
+        # barrier release (jaxsimt.barriers): a phase completes when its thread count is reached, or without a
+        # count when every unfinished warp of the block waits at it
+        if self.any_barrier:
+            bars, freed, released = barriers.release(bars, waiting.reshape(C, P), (~(st.sp > 0)).reshape(C, P))
+            freed = freed.reshape(-1)
+            if findings:
+                findings = findings._replace(bar_block=jnp.where(at_bar[:, None] & active, b, findings.bar_block))
+                findings = self.sync_release(findings, freed[:, None], released, wave)
+                findings = self.never_completes(findings, dead, (waiting & ~freed)[:, None],
+                                                barriers.short(bars, (waiting & ~freed).reshape(C, P)).reshape(-1)[:, None],
+                                                wave)
+            waiting = waiting & ~freed
         trace = s.trace
         if trace:
             tb, tm, tsp = trace
@@ -1102,7 +1148,7 @@ class Machine:
                      tsp.at[s.steps].set(st.sp, mode="drop"))
         return s._replace(
             regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, stack=st, exited=exited, waiting=waiting,
-            findings=findings, steps=s.steps + 1, trace=trace, recent=s.recent.at[s.steps % RECENT].set(b),
+            findings=findings, barriers=bars, steps=s.steps + 1, trace=trace, recent=s.recent.at[s.steps % RECENT].set(b),
             warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
             thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
             divergent=s.divergent.at[:, b].add(self.tally(div, item)),
@@ -1161,7 +1207,8 @@ class Machine:
             age=jnp.zeros((W,), jnp.int32),
             cache=rocache.init(g.ctas_per_wave, self.options.ro_cache) if self.uses_ro_cache else (),
             findings=sanitizer.init_findings(g.ctas_per_wave, W, L) if self.options.check else (),
-            shadow=self.init_shadow(gshadow) if gshadow is not None else ())
+            shadow=self.init_shadow(gshadow) if gshadow is not None else (),
+            barriers=barriers.init(g.ctas_per_wave, g.warps_per_block, self.n_barriers) if self.any_barrier else ())
 
     def init_shadow(self, gshadow) -> "sanitizer.Shadow":
         """Shadow memory at a wave's start: global memory's as the previous wave left it, shared and local

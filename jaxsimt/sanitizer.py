@@ -49,6 +49,7 @@ CHECK_OF = {
     errors.FaultCode.UNINIT: "initcheck",
     errors.DIVERGENT_BARRIER: "synccheck", errors.FaultCode.BARRIER_SKIPPED: "synccheck",
     errors.FaultCode.BARRIER_MISMATCH: "synccheck", errors.FaultCode.SYNC_MASK: "synccheck",
+    errors.FaultCode.BARRIER_HANG: "synccheck", errors.FaultCode.BARRIER_COUNTS: "synccheck",
 }
 
 EMPTY = -1  # an empty writer or highest-reader key
@@ -135,7 +136,8 @@ def after_barrier(program) -> np.ndarray:
                 stack.append((v, iter(succ[v])))
     out = np.zeros((nb, nb), bool)
     for b in program.blocks:
-        if b.term.kind != BARRIER:
+        # counted barriers (bar.sync a, b) wait for part of the block: the rest runs past them by design
+        if b.term.kind != BARRIER or (b.term.instr is not None and b.term.instr.attr("threads", 0)):
             continue
         seen, todo = set(), [b.term.target]
         while todo:
@@ -409,6 +411,8 @@ KIND = {
     errors.FaultCode.BARRIER_SKIPPED: "barrier skipped by live threads",
     errors.FaultCode.BARRIER_MISMATCH: "threads wait at different barriers",
     errors.FaultCode.SYNC_MASK: "member mask names lanes that do not execute it",
+    errors.FaultCode.BARRIER_HANG: "barrier never completes",
+    errors.FaultCode.BARRIER_COUNTS: "barrier reached with different thread counts",
 }
 
 
@@ -543,6 +547,8 @@ def describe(prog, geo, grid, cta_table, bases, sizes, findings: Findings, legac
             f.extra["offset"] = addr
         if ins is not None and code == errors.FaultCode.UNINIT and ins.operation.attr("space") == "local":
             f.extra["offset"] = addr  # the byte in the thread's local window
+        if ins is not None and code in (errors.FaultCode.BARRIER_HANG, errors.FaultCode.BARRIER_COUNTS):
+            f.extra["barrier"], f.extra["threads"] = ins.attr("barrier", 0), ins.attr("threads", 0)
         if other >= 0 and opc >= 0 and code != errors.FaultCode.SYNC_MASK:  # a race: the other access's thread
             o_cta, o_t = divmod(other, tpb)
             f.other_block, f.other_thread = _coords(o_cta % n_ctas, grid), _coords(o_t, geo.block)
@@ -583,6 +589,16 @@ def _message(f: Finding, code, loc) -> str:
     if code == errors.FaultCode.BARRIER_MISMATCH:
         return (f"{k}: threads of one block wait at different barriers{where} and at line {f.other_line}; {who}"
                 f" (each __syncthreads must be reached by every thread of the block)")
+    if code == errors.FaultCode.BARRIER_HANG:
+        bar, n = f.extra.get("barrier", 0), f.extra.get("threads", 0)
+        got = (f"it waits for {n} threads and {f.address} arrived" if n else
+               "it waits for every thread of the block that has not exited")
+        return (f"{k}: barrier {bar}{where} never completes: {got}, and no other thread of block {f.block} can "
+                f"still arrive (they exited or wait at another barrier); {f.count} thread(s) wait there, "
+                f"thread {f.thread} (warp {f.warp}, lane {f.lane}) among them. It hangs the GPU")
+    if code == errors.FaultCode.BARRIER_COUNTS:
+        return (f"{k}: threads of one block arrive at barrier {f.extra.get('barrier', 0)} with different thread "
+                f"counts in one phase{where}; {who} arrives with {f.address}")
     if code == errors.FaultCode.SYNC_MASK:
         return (f"{k}: warp-synchronous instruction with member mask {f.address:#010x} names lanes that do not "
                 f"execute it{where}; {who} is named but absent")

@@ -15,7 +15,6 @@ from jaxsimt.errors import SimtError
 from jaxsimt.kernels.sanitizer import cases as C
 from jaxsimt.kernels.sanitizer import collect_h200, run, table
 from jaxsimt.ptx import parse_file
-from jaxsimt.ptx.errors import PtxUnsupportedError
 
 FIXTURE_DIR = os.path.join(os.path.dirname(jaxsimt.__file__), "data", "h200", "sanitizer")
 CUDA = C.cuda_cases()
@@ -185,14 +184,8 @@ def test_clean_case_runs_right_without_checks(case):
     _run_clean(case)
 
 
-# Planted bugs the PTX front end cannot lower today: {case: reason}.
-FRONT_END_GAPS = {"sc_named_barrier_count": "bar.sync with a barrier id other than 0 and a thread count"}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(raises=PtxUnsupportedError, strict=True,
-                                                                        reason=FRONT_END_GAPS[c.name]))
-                                  if c.name in FRONT_END_GAPS else c for c in PLANTED], ids=lambda c: c.name)
+@pytest.mark.parametrize("case", PLANTED, ids=lambda c: c.name)
 def test_planted_case_runs_or_faults_with_a_jaxsimt_error(case):
     """Without checks a planted bug either runs to the end or stops with one of jaxsimt's errors (today's
     bounds, alignment and barrier checks), never with a front-end or internal error."""

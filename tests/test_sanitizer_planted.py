@@ -7,17 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from jaxsimt import errors, sanitizer
+from jaxsimt import sanitizer
 from jaxsimt.kernels.sanitizer import cases as C
 from jaxsimt.kernels.sanitizer import run
-from jaxsimt.ptx.errors import PtxUnsupportedError
 
-K = sanitizer.KIND
-F = errors.FaultCode
-GAPS = {"sc_named_barrier_count": "bar.sync with a barrier id other than 0 and a thread count (front end)"}
-# Under ITS a warp-synchronous instruction waits for the lanes its mask names; lanes that exit instead release
-# it (exited threads do not take part), so a mask naming lanes that leave is not seen there. The same code
-# under the reconvergence stack, where the named lanes are live and absent, is reported.
+# Member-mask bugs are written for ITS (their cases' mode); the reconvergence stack reports them too.
 ITS_MASK = {c.name for c in C.CASES if c.expect is not None and c.expect.kind == "warp_sync_mask"}
 PLANTED = [c for c in C.CASES if c.check is not None]
 CLEAN = [c for c in C.CASES if c.check is None]
@@ -37,10 +31,8 @@ QUICK = {"mc_load_next_alloc", "rc_raw_between_warps", "rc_global_neighbour", "i
 
 
 def _planted(c):
-    if c.name not in QUICK and c.name not in GAPS and c.name not in MISSED:
+    if c.name not in QUICK and c.name not in MISSED:
         return pytest.param(c, marks=pytest.mark.slow)
-    if c.name in GAPS:
-        return pytest.param(c, marks=pytest.mark.xfail(raises=PtxUnsupportedError, strict=True, reason=GAPS[c.name]))
     if c.name in MISSED:
         return pytest.param(c, marks=pytest.mark.xfail(raises=AssertionError, strict=True, reason=MISSED[c.name]))
     return c
@@ -48,8 +40,7 @@ def _planted(c):
 
 @pytest.mark.parametrize("case", [_planted(c) for c in PLANTED], ids=lambda c: c.name)
 def test_planted_bug_is_reported_where_it_is(case):
-    mode = "stack" if case.name in ITS_MASK else case.mode
-    r = run.launch(case, check="all", collect=True, mode=mode, counters=False)
+    r = run.launch(case, check="all", collect=True, mode=case.mode, counters=False)
     f, why = run.match(case, r.findings)
     assert f is not None, f"{case.name}: {why}:\n{_pretty(r.findings)}"
 
@@ -66,11 +57,11 @@ def test_clean_look_alike_has_no_finding(case):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ITS_MASK))
-@pytest.mark.xfail(strict=True, reason="under ITS, lanes a member mask names that exit release the wait")
-def test_member_mask_bug_under_its(name):
+def test_member_mask_bug_under_the_stack(name):
     case = C.BY_NAME[name]
-    r = run.launch(case, check="all", collect=True, mode="its", counters=False)
-    assert any(f.kind == K[F.SYNC_MASK] for f in r.findings)
+    r = run.launch(case, check="all", collect=True, mode="stack", counters=False)
+    f, why = run.match(case, r.findings)
+    assert f is not None, f"{case.name}: {why}:\n{_pretty(r.findings)}"
 
 
 def test_corpus_kinds_are_jaxsimt_kinds():

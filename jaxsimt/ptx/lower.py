@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from jaxsimt import types as T
+from jaxsimt.barriers import PTX_BARRIERS
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
                              SourceLoc, Terminator, finalize)
 from jaxsimt.ptx import ast, provenance
@@ -83,12 +84,16 @@ class _Ctx:
         self.constants = _constant_registers(fn)
 
 
+# opcodes whose first operand is read, not written (a barrier id, a member mask, a sleep time, an index)
+_NO_DESTINATION = frozenset({"bar", "barrier", "bar.warp.sync", "nanosleep", "brx", "pmevent"})
+
+
 def _constant_registers(fn: ast.Function) -> dict:
     """{register name: value} of the function's registers whose only definition is a `mov` of an integer
     immediate (nvcc's PTX defines most registers once: a shuffle's member mask is `mov.b32 %r7, -1`)."""
     defs, value = {}, {}
     for st in fn.body:
-        if isinstance(st, ast.Label) or not st.operands:
+        if isinstance(st, ast.Label) or not st.operands or st.opcode in _NO_DESTINATION:
             continue
         d = st.operands[0]
         for r in (d.first, d.second) if isinstance(d, ast.RegPair) else (d,):
@@ -521,13 +526,34 @@ class _Lowerer:
             self.terminate(BRANCH, ctx.ret_key, p, ins.pred.negated, ri)
 
     def barrier(self, ins, ctx, loc):
+        """`bar.sync a{, b}` / `barrier.sync{.aligned} a{, b}` (wait) and `bar.arrive a, b` (count, go on):
+        block barrier `a`, waiting for `b` threads (without `b`: every thread of the block). Immediate operands,
+        or registers nvcc defines once with a `mov` (inline asm's "r" operands)."""
         mods = set(ins.modifiers) - {"aligned", "cta"}
         ops = ins.operands
-        if mods != {"sync"} or ins.pred is not None or len(ops) != 1 or not isinstance(ops[0], ast.Imm) \
-                or ops[0].value != 0:
-            self.fail(ins, "only bar.sync 0 / barrier.sync 0 (all threads of the block, barrier 0, no count, "
-                           "not predicated) is supported")
-        self.terminate(BARRIER, instr=Instr("bar", (), (), (), loc))
+        if "red" in mods:
+            self.fail(ins, "bar.red (__syncthreads_count/_and/_or) is not supported")
+        if mods not in ({"sync"}, {"arrive"}) or ins.pred is not None or not 1 <= len(ops) <= 2:
+            self.fail(ins, "only bar.sync a{, b}, barrier.sync a{, b} and bar.arrive a, b, not predicated, are "
+                           "supported")
+        vals = []
+        for o in ops:
+            if isinstance(o, ast.Reg) and o.name in ctx.constants:
+                vals.append(ctx.constants[o.name])
+            elif isinstance(o, ast.Imm) and not o.is_float:
+                vals.append(int(o.value))
+            else:
+                self.fail(ins, "a barrier id or thread count that is not a constant is not supported")
+        bar_id, threads = vals[0], (vals[1] if len(vals) > 1 else 0)
+        if not 0 <= bar_id < PTX_BARRIERS:
+            self.fail(ins, f"barrier id {bar_id} out of range (0..{PTX_BARRIERS - 1})")
+        if len(vals) > 1 and threads <= 0:
+            self.fail(ins, f"barrier thread count {threads} must be positive")
+        if mods == {"arrive"} and len(vals) < 2:
+            self.fail(ins, "bar.arrive needs a thread count")
+        attrs = tuple(sorted(((("arrive", True),) if mods == {"arrive"} else ())
+                             + ((("barrier", bar_id),) if bar_id else ()) + ((("threads", threads),) if threads else ())))
+        self.terminate(BARRIER, instr=Instr("bar", (), (), attrs, loc))
 
     def call(self, ins, ctx, loc):
         rets, target, argl = ins.operands[:3]

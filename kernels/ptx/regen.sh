@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NVCC=${NVCC:-nvcc}
-for name in micro_shared micro_global micro_divergence gemm_ladder mma_truth occupancy its real_cuda; do
+for name in micro_shared micro_global micro_divergence gemm_ladder mma_truth occupancy its real_cuda barriers; do
     "$NVCC" -arch=sm_90 -O3 -lineinfo -ptx "kernels/cuda/$name.cu" -o "kernels/ptx/$name.ptx"
 done
 sed -i "s|\"$(pwd)/kernels/cuda/|\"kernels/cuda/|" kernels/ptx/*.ptx

@@ -59,7 +59,8 @@ KINDS = {
     "race": {"data race", "warp hazard (a race under ITS)"},
     "uninitialized": {"uninitialized read"},
     "barrier_divergence": {"barrier under divergence", "barrier skipped by live threads",
-                           "threads wait at different barriers"},
+                           "threads wait at different barriers", "barrier never completes",
+                           "barrier reached with different thread counts"},
     "warp_sync_mask": {"member mask names lanes that do not execute it"},
 }
 
