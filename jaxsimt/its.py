@@ -242,7 +242,7 @@ class ItsMachine(Machine):
         fns = self.branches()
 
         def cond(s: State):
-            return jnp.any(s.stack.pc != self.exit_pc) & self.running(s) & (s.steps < self.options.max_steps)
+            return jnp.any(s.stack.pc != self.exit_pc) & self.running(s) & (s.steps < dyn.max_steps)
 
         s = lax.while_loop(cond, lambda s: self._step(s, wave, dyn, fns), s0)
         live = s.stack.pc != self.exit_pc

@@ -69,6 +69,10 @@ class LaunchResult:
     inputs: Optional[dict] = field(repr=False, default=None)
     # the sanitizer's findings (launch(check=..., collect=True)): sanitizer.Finding each
     findings: list = field(repr=False, default_factory=list)
+    # compiled wave executables this launch had to build: 0 when it reused a machine compiled by an earlier
+    # launch of the kernel (launches of one kernel share machines across grids and scalars in one size
+    # class: docs/performance.md). An engine figure, not a counter: it is not in `stats`.
+    compiles: int = 0
 
     def memory_table(self) -> str:
         """The per-instruction memory table (global requests/sectors, shared wavefronts/conflicts)."""
@@ -373,7 +377,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
         optimize = cpw * wpb * arch.warp_size > 32768 or n_items >= 16
     regs_used = regs if regs is not None else estimate_registers(prog)
     occ = occupancy(arch, tpb, regs_used, prog.shared_bytes, _carveout(prog, arch, carveout))
-    options = Options(max_steps=max_steps, trace_steps=max_steps if trace else 0,
+    options = Options(trace_steps=max_steps if trace else 0,
                       arch=arch if counters else None, optimize=bool(optimize), data=bool(data), target=arch,
                       ro_cache=rocache.shape(arch, rocache.cache_bytes(arch, occ["shared_mem_per_sm"]))
                       if rocache.used_by(prog) else None, compile_budget=compile_budget, check=checks,
@@ -394,9 +398,10 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     try:
         with jax.enable_x64(True):
             m = machine(prog, geo, layout, options) if machine is not None else _machine(prog, geo, layout, options, mode)
+            compiles_before = m.compiles
             dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(np.asarray(bases, np.int64)),
                       jnp.asarray(np.asarray(sizes, np.int64)), tuple(jnp.asarray(s) for s in scalars), None,
-                      jnp.asarray(tex_dims))
+                      jnp.asarray(tex_dims), jnp.int32(min(max_steps, np.iinfo(np.int32).max)))
             # one device: the table padded to a power of two of waves (padding blocks start finished and are never
             # run), so that launches of one machine with similar numbers of waves share one compiled wave
             cta_table = np.full((n_waves if devices is not None else _pow2(n_waves)) * cpw, n_items * n_ctas, np.int32)
@@ -492,7 +497,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
         stats, per_instr = stats_of[key]
         results.append(LaunchResult(prog.name, arch.name, grid, block, outputs, tuple(final_args), dict(stats),
                                     [dict(r) for r in per_instr], tr, m.program, occ,
-                                    findings=[x for x in found if x.item == i]))
+                                    findings=[x for x in found if x.item == i], compiles=m.compiles - compiles_before))
     return results
 
 

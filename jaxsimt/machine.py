@@ -94,6 +94,7 @@ class Dyn(NamedTuple):
     ctas: jnp.ndarray = None  # [waves * ctas_per_wave] int32  item * n_ctas + block id of the blocks to run
     # (I * n_ctas: none)
     tex: jnp.ndarray = None  # [I, n_params, 2] int32  (width, height) of each 2D-texture parameter
+    max_steps: jnp.ndarray = None  # [] int32  the step budget of each wave
 
 
 class State(NamedTuple):
@@ -123,8 +124,7 @@ class State(NamedTuple):
 
 
 class Options(NamedTuple):
-    max_steps: int
-    trace_steps: int  # 0: no trace
+    trace_steps: int  # 0: no trace (the step budget is run-time: Dyn.max_steps)
     arch: Optional[object] = None  # the Arch whose memory model counts requests/sectors/wavefronts
     optimize: bool = True  # full XLA backend optimisation (slower compile, ~2x faster run)
     data: bool = True  # False: addresses are computed, checked and counted, but memory is not touched
@@ -625,6 +625,7 @@ class Machine:
         self.exit_only = jnp.asarray([not b.instrs and b.term.kind == EXIT for b in program.blocks] + [True])
         self._jitted = exact.jit(self._run_wave, donate_argnums=(0,))
         self._executables: dict = {}  # argument shapes -> compiled wave
+        self.compiles = 0  # wave executables compiled so far (LaunchResult.compiles: a launch's share)
         self._compiled = None  # the one last run
 
     @staticmethod
@@ -855,6 +856,7 @@ class Machine:
                 opts = {} if self.options.optimize else {"xla_backend_optimization_level": 0}
                 self._compiled = self._jitted.lower(gmem, counters, wave, dyn, zero).compile(compiler_options=opts)
                 self._executables[key] = self._compiled
+                self.compiles += 1
             return self._compiled(gmem, counters, wave, dyn, zero)
         return self._run_wave(gmem, counters, wave, dyn, zero)
 
@@ -1246,7 +1248,7 @@ class Machine:
         fns = self.branches()
 
         def cond(s: State):
-            return jnp.any(s.stack.sp > 0) & self.running(s) & (s.steps < self.options.max_steps)
+            return jnp.any(s.stack.sp > 0) & self.running(s) & (s.steps < dyn.max_steps)
 
         s = lax.while_loop(cond, lambda s: self._step(s, wave, dyn, fns), s0)
         unfinished = self.unfinished(s, jnp.any(s.stack.sp > 0))

@@ -94,6 +94,7 @@ def _sharded_runner(m, devs: list, waves_per_device: int):
     fn = exact.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(rep, rep, rep), out_specs=(rep, rep, rep, rep),
                                check_vma=False))
     cache[key] = (fn, mesh)
+    m.compiles += 1  # compiled at its first call: one per device set and waves per device
     return cache[key]
 
 

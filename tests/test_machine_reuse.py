@@ -34,3 +34,34 @@ def test_numbers_of_waves_of_one_size_class_share_a_compiled_wave():
         assert r["x"].tolist() == [2.0] * (blocks * 32)
     (m,) = twice.program.__dict__["_machines"].values()
     assert len(m._executables) == 1
+
+
+@js.kernel
+def axpy(x: Ptr[f32], y: Ptr[f32], a: f32, n: js.s32):
+    i = js.global_thread_index()
+    with js.if_(i < n):
+        y[i] = a * x[i] + y[i]
+
+
+def test_a_driver_loop_of_changing_grids_scalars_and_budgets_compiles_once_per_size_class():
+    """24 launches of one kernel, each with its own grid, array length, scalars and step budget: a compile
+    for each new (blocks per wave, memory size) class only, none when the loop runs again."""
+    def loop():
+        out = []
+        for k in range(1, 25):
+            n = 23 * k
+            x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+            a = np.float32(0.5 * k)
+            r = js.launch(axpy, -(-n // 64), 64, [x, y, a, np.int32(n)], max_steps=1000 + k, counters=False)
+            np.testing.assert_array_equal(r["y"], a * x + np.float32(1))
+            out.append(r.compiles)
+        return out
+
+    first = loop()
+    machines = axpy.program.__dict__["_machines"].values()
+    assert sum(first) == sum(len(m._executables) for m in machines)  # every compile made a new executable
+    # one compile per (blocks per wave, memory size class) met: grids of 1..9 blocks run as waves of 1, 2, 4, 8
+    # or 16 blocks, arrays of 23..552 floats fill two memory classes
+    assert all(len(m._executables) == 1 for m in machines)
+    assert sum(first) == len({(m.geo.ctas_per_wave, m.layout.global_words) for m in machines}) <= 10, first
+    assert loop() == [0] * 24

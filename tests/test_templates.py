@@ -90,7 +90,7 @@ def _machine(case_name, budget):
     case = collection.by_name()[case_name]
     prog = lower(load_module(collection.ptx_path(case.program)), case.entry, case.args(), dynamic_smem=case.dyn)
     geo = Geometry(block=(64, 1, 1), warp_size=32, ctas_per_wave=1, depth=4)
-    return Machine(prog, geo, Layout(global_words=1024, shared_words=1), Options(max_steps=10, trace_steps=0,
+    return Machine(prog, geo, Layout(global_words=1024, shared_words=1), Options(trace_steps=0,
                                                                                     compile_budget=budget))
 
 
