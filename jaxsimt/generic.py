@@ -18,8 +18,6 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from jaxsimt import errors
-from jaxsimt import types as T
-from jaxsimt.machine import EXTRA_OPS
 
 
 def windows(target):
@@ -53,7 +51,7 @@ def access(ex, ins, pc, target) -> list:
     return out
 
 
-def _cvta(ex, ins, pc):
+def cvta(ex, ins, pc):
     """cvta: attrs space (shared/local/global/const) and to (True: generic -> space)."""
     space = ins.attr("space")
     v = jnp.broadcast_to(ex.read(ins.src[0]), ex.active.shape).astype(jnp.uint64)
@@ -64,7 +62,7 @@ def _cvta(ex, ins, pc):
     ex.write(ins.dst[0], v)
 
 
-def _isspacep(ex, ins, pc):
+def isspacep(ex, ins, pc):
     """isspacep.space p, a: whether generic address a lies in the window of `space`."""
     space = ins.attr("space")
     target = _check(ex, ins, "isspacep")
@@ -76,7 +74,3 @@ def _isspacep(ex, ins, pc):
         p = ~inside["shared"] & ~inside["local"]
     ex.write(ins.dst[0], p)
 
-
-EXTRA_OPS["cvta"] = _cvta
-EXTRA_OPS["isspacep"] = _isspacep
-_ = T

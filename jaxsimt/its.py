@@ -36,22 +36,12 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt import barriers, errors
-from jaxsimt.machine import EXTRA_OPS, RECENT, Counters, Fault, Machine, State, TermKind, pick_block
-from jaxsimt.program import Imm, Program, recut
+from jaxsimt import barriers, errors, isa
+from jaxsimt.machine import RECENT, Counters, Fault, Machine, State, TermKind, pick_block
+from jaxsimt.program import Program, recut
 
 FULL = 0xFFFFFFFF
 
-# Instructions that synchronise their member lanes under ITS (their member mask: `member_mask`)
-_SYNC_OPS = ("warpsync", "shfl", "vote", "ptx.shfl", "ptx.vote", "tensor.mma", "tensor.ldmatrix")
-
-
-def _warpsync(ex, ins, pc):
-    """`__syncwarp(mask)` / `bar.warp.sync`: nothing to compute. Under the reconvergence stack the warp
-    runs in lockstep already; under ITS the wait happens before the block runs (see `ItsMachine`)."""
-
-
-EXTRA_OPS["warpsync"] = _warpsync
 
 
 class Lanes(NamedTuple):
@@ -64,14 +54,10 @@ class Lanes(NamedTuple):
 
 
 def member_mask(ins) -> int:
-    """Static member mask of a warp-synchronous instruction (all lanes when it is a register)."""
-    if ins.op in ("warpsync", "shfl", "vote"):
-        m = ins.attr("membermask")
-        return FULL if m is None else int(m) & FULL
-    if ins.op == "ptx.vote":
-        mm = ins.src[1]
-        return int(mm.value) & FULL if isinstance(mm, Imm) else FULL
-    return FULL
+    """Static member mask of a warp-synchronous instruction (`isa.member_mask`; all lanes when it is held in
+    a register or the instruction has none)."""
+    m = isa.member_mask(ins)
+    return FULL if m is None else m
 
 
 def split_at_sync(program: Program) -> tuple[Program, dict]:
@@ -83,19 +69,19 @@ def split_at_sync(program: Program) -> tuple[Program, dict]:
     for b in program.blocks:
         parts, cur = [], []
         for ins in b.instrs:
-            inner = ins.attr("inner") if ins.op == "ptx.guard" else None
-            if inner is not None and inner.op in _SYNC_OPS:
+            inner = ins.operation
+            if inner is not ins and isa.is_warp_sync(inner):
                 raise NotImplementedError(
                     f"kernel {program.name}: predicated warp-synchronous instruction {inner.op} ({ins.loc}) is "
                     f"not supported in ITS mode")
-            if ins.op in _SYNC_OPS and cur:
+            if isa.is_warp_sync(ins) and cur:
                 parts.append(cur)
                 cur = []
             cur.append(ins)
         parts.append(cur)
         pieces.append([(part, b.interpret) for part in parts])
     out = recut(program, pieces)
-    sync = {blk.index: member_mask(blk.instrs[0]) for blk in out.blocks if blk.instrs and blk.instrs[0].op in _SYNC_OPS}
+    sync = {blk.index: member_mask(blk.instrs[0]) for blk in out.blocks if blk.instrs and isa.is_warp_sync(blk.instrs[0])}
     return out, sync
 
 

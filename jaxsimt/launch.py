@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsimt import constcache, errors, generic, regbanks, rocache, sanitizer, texture, validate_args  # generic, texture: their ops
+from jaxsimt import constcache, errors, isa, regbanks, rocache, sanitizer, texture, validate_args
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
 from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
@@ -409,7 +409,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
             gm = jnp.asarray(gmem.view(np.uint32))
             shadowed = bool(checks & {"racecheck", "initcheck"})  # the machine keeps shadow memory
             if shadowed:
-                atomics = any(ins.operation.op == "atom" for _, ins in prog.instructions())
+                atomics = any(isa.memory(ins) == "atomic" for _, ins in prog.instructions())
                 gm = (gm, (sanitizer.global_race_shadow(words, n_items * n_ctas * tpb if atomics else 0)
                            if "racecheck" in checks else (),
                            jnp.asarray(_given_bytes(prog, items, bases, uninit, words)) if "initcheck" in checks else ()))
@@ -567,7 +567,7 @@ class _nullcontext:
 
 
 METRIC_LINES = "emulator__global_lines_op_{op}.sum"
-_GLOBAL_OP = {"ld": "ld", "st": "st", "atom": "atom"}
+_METRIC_OP = {"read": "ld", "write": "st", "atomic": "atom"}  # the {op} of the memory metrics
 
 
 def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, occ: dict, regs: int):
@@ -584,11 +584,11 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
                    "warp_exec": int(warp_exec[blk.index]), "thread_exec": int(thread_exec[blk.index])}
             if outer is blk.term.instr and blk.term.kind == BRANCH:  # the block's branch: its divergent executions
                 row["divergent"] = int(divergent[blk.index])
-            if ins.op in ("ld", "st", "atom", "tensor.ldmatrix"):
+            if isa.feeds(ins, "memory"):
                 space = ins.attr("space", "shared")
                 row["space"] = space
                 row.update({k: int(v) for k, v in zip(MEM_COLUMNS, mem[pc])})
-                op = _GLOBAL_OP.get(ins.op, "ld")
+                op = _METRIC_OP[isa.memory(ins)]
                 if space in ("global", "generic"):
                     for col, metric in (("requests", METRIC_REQUESTS), ("sectors", METRIC_SECTORS),
                                         ("lines", METRIC_LINES)):
@@ -731,14 +731,13 @@ def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_s
             arr = ins.attr("origin")  # the parameter the pointer was derived from (jaxsimt.ptx.provenance)
         if arr is None and space == "shared":
             arr = ins.attr("shared_array")  # the shared variable the address was derived from
-        kind = "load" if ins.op == "ld" else "store" if ins.op == "st" else "atomic"
+        kind = {"read": "load", "write": "store", "atomic": "atomic"}.get(isa.memory(ins), "access")
         if arr is None or space == "local":
             what = "outside every array" if space == "global" else f"outside the {space} window"
             return cls(f"{k}: out-of-bounds {space} {kind} at address {addr:#x} ({what}){where}; {who}")
         name = prog.params[arr].name if space == "global" else prog.shared[arr].name
         size = sizes[arr] if space == "global" else prog.shared[arr].nbytes
-        return cls(f"{k}: out-of-bounds {space} {'load' if ins.op == 'ld' else 'store' if ins.op == 'st' else 'atomic'}"
-                   f" of {name!r} at byte offset {addr} (array is {size} bytes){where}; {who}")
+        return cls(f"{k}: out-of-bounds {space} {kind} of {name!r} at byte offset {addr} (array is {size} bytes){where}; {who}")
     if code == errors.WRONG_SPACE:
         ins = instrs[pc][1].operation
         var = f" {prog.shared[ins.attr('shared_array')].name!r}" if ins.attr("shared_array") is not None else ""

@@ -29,16 +29,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt import alu, barriers, constcache, errors, exact, lsu, memstage, memstats, rocache, sanitizer, stack, templates
+from jaxsimt import barriers, constcache, errors, exact, generic, isa, lsu, memstage, memstats, rocache, sanitizer, stack, templates
 from jaxsimt import types as T
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Program, Reg, Terminator,
                               cross_block_registers)
-
-# Instructions contributed by other units (e.g. the tensor cores): op name -> fn(exec, instr, pc).
-# Filled at import time by those modules; read-only afterwards.
-EXTRA_OPS: dict = {}
-# Ops of other units that load through `_Exec.access` (racecheck counts their loads: `Machine.n_pending`)
-LOAD_OPS = frozenset({"tex2d", "tensor.ldmatrix"})
 
 # Per-instruction memory counters (columns of State.mem)
 MEM_REQUESTS, MEM_SECTORS, MEM_LINES, MEM_WAVEFRONTS, MEM_CONFLICTS, MEM_BYTES = range(6)
@@ -280,32 +274,11 @@ class _Exec:
 
     # -- instructions --
     def run(self, ins: Instr, pc: int):
-        op = ins.op
-        if op in alu.ALU_OPS:
-            t = T.BY_NAME[ins.attr("type")]
-            if op == "selp":
-                args = [self.read(ins.src[0], t), self.read(ins.src[1], t), self.read(ins.src[2], T.pred)]
-            elif op in ("shl", "shr"):
-                args = [self.read(ins.src[0], t), self.read(ins.src[1], T.u32)]
-            else:
-                args = [self.read(s, t) for s in ins.src]
-            self.write(ins.dst[0], alu.execute(op, ins, args, t, self.zero))
-        elif op == "sreg":
-            self.write(ins.dst[0], self.m.special(ins.attr("name"), self.wave, self.dyn))
-        elif op in ("ld", "st", "atom"):
-            self.memory(ins, pc)
-        elif op == "shfl":
-            val, _ = lsu.warp_shuffle(self.read(ins.src[0]), ins.attr("mode"), self.read(ins.src[1]),
-                                      self.read(ins.src[2]), self.m.lane[None, :])
-            self.write(ins.dst[0], val)
-        elif op == "vote":
-            self.write(ins.dst[0], self.vote(ins))
-        elif op == "param":
-            self.write(ins.dst[0], self.param(ins.attr("index")))
-        elif op in EXTRA_OPS:
-            EXTRA_OPS[op](self, ins, pc)
-        else:
-            raise NotImplementedError(f"instruction {op!r} ({ins.loc})")
+        """Execute one instruction for the active lanes: its semantics from the instruction table."""
+        op = isa.spec(ins)
+        if op.run is None:
+            raise NotImplementedError(f"terminator {ins.op!r} ({ins.loc}) inside a block")
+        op.run(self, ins, pc)
 
     def param(self, index: int):
         """A kernel parameter's value: an array argument's base address (u64) or a scalar."""
@@ -415,7 +388,6 @@ class _Exec:
         target = self.m.options.target
         if (ins.attr("space") == "generic" and ins.attr("array") is None and target is not None
                 and target.generic_window_bytes):
-            from jaxsimt import generic  # registers its ops into EXTRA_OPS, so it imports this module
             out = generic.access(self, ins, pc, target)
         else:
             out = self.access(ins, pc)
@@ -433,7 +405,8 @@ class _Exec:
         name, widx, boff, addr, ok = self.address(ins, nbytes, pc, space, raw, act)
         space = space or ins.attr("space")
         if m.options.arch is not None and name in ("gmem", "smem"):
-            self.mem = m.count_memory(self.mem, pc, ins.op, name, addr, nbytes, ok, self.item, space)
+            self.mem = m.count_memory(self.mem, pc, "st" if isa.memory(ins) == "write" else "ld", name, addr, nbytes,
+                                      ok, self.item, space)
         if m.uses_ro_cache and ins.attr("cache") in ("ro", "tex") and name == "gmem":
             self.cache, hits, misses = rocache.access(self.cache, m.options.ro_cache, addr, nbytes, ok,
                                                       m.geo.warps_per_block)
@@ -445,10 +418,11 @@ class _Exec:
         words = getattr(self, name)
         if not m.options.data:  # counters only
             return [jnp.zeros(ok.shape, r.dtype.np_dtype) for r in ins.dst]
-        if ins.op not in ("st", "atom"):  # ld, and loads of other units (tex2d)
+        kind = isa.memory(ins)
+        if kind == "read":  # ld, and loads of other units (tex2d)
             return lsu.load(words, widx, boff, ok, t, vec)
         vals = [jnp.broadcast_to(self.read(s, t), ok.shape) for s in ins.src[1:]]
-        if ins.op == "st":
+        if kind == "write":
             setattr(self, name, lsu.store(words, widx, boff, ok, vals, t))
             return []
         words, old = lsu.atomic(words, widx, ok, ins.attr("aop"), t, vals)
@@ -460,7 +434,7 @@ class _Exec:
         """racecheck and initcheck of one load, store or atomic (the memory stage runs them all when these
         checks are on): findings against the shadow memory, then the shadow updated (`jaxsimt.sanitizer`)."""
         m, sh = self.m, self.shadow
-        kind = "write" if ins.op == "st" else "atomic" if ins.op == "atom" else "read"
+        kind = isa.memory(ins)
         mem = name[0]  # g, s or l
         init = getattr(sh, f"{mem}_init")
         if len(init):
@@ -629,10 +603,10 @@ class Machine:
         self._compiled = None  # the one last run
 
     @staticmethod
-    def memory_ops(options: Options) -> frozenset:
+    def memory_ops(options: Options) -> frozenset:  # the accesses (isa.memory kinds) of the memory stage
         """The ops the memory stage runs: stores and atomics (loads run in the blocks; under racecheck the
         shadow records them after the step's switch, `record_loads`)."""
-        return memstage.WRITE_OPS
+        return memstage.WRITES
 
     @staticmethod
     def prepare(program: Program, options: Options) -> Program:
@@ -654,7 +628,7 @@ class Machine:
         for b, (pc0, _) in zip(self.program.blocks, self.block_pcs):
             for j, ins in enumerate(b.instrs):
                 mm = sanitizer.member_mask(ins)
-                ws[b.index] |= ins.operation.op == "warpsync"
+                ws[b.index] |= isa.spec(ins.operation).orders_warp
                 if mm is not None and not mask[b.index]:
                     mask[b.index], spc[b.index] = mm, pc0 + j
         after = sanitizer.after_barrier(self.program) if "synccheck" in self.options.check else np.zeros((1, 1), bool)
@@ -809,7 +783,7 @@ class Machine:
                 n = 0
                 for ins in instrs:
                     op = ins.operation
-                    if op.op == "ld" or op.op in LOAD_OPS:
+                    if isa.memory(op) == "read":
                         words = max(1, T.BY_NAME[op.attr("type")].size * op.attr("vec", 1) // 4) \
                             if op.attr("type") in T.BY_NAME else 4
                         n += words * (2 if op.attr("space") == "generic" else 1)
@@ -870,13 +844,13 @@ class Machine:
 
     def count_memory(self, mem, pc: int, op: str, name: str, addr, nbytes: int, ok, item, space: str = ""):
         """Add one warp instruction's memory cost, for every warp of the step, to mem[:, pc] (per item;
-        `item` [W]: each warp's batch item)."""
+        `item` [W]: each warp's batch item; `op`: "ld" or "st", the direction the memory model counts)."""
         arch = self.options.arch
         if space == "const":
             row = list(constcache.const_counts(addr, ok))
             cols = [MEM_CONST_REQUESTS, MEM_CONST_ACCESSES]
         elif name == "gmem":
-            row = list(memstats.global_counts(arch, addr, nbytes, ok, "st" if op == "st" else "ld"))
+            row = list(memstats.global_counts(arch, addr, nbytes, ok, op))
             cols = [MEM_REQUESTS, MEM_SECTORS, MEM_LINES]
         else:
             row = list(memstats.shared_counts(arch, addr, nbytes, ok))

@@ -19,17 +19,18 @@ blocks at them too made the naive GEMM's loop take 5 steps a trip instead of 3, 
 """
 from __future__ import annotations
 
+from jaxsimt import isa
 from jaxsimt.program import BRANCH, Instr, Program, Reg, recut
 
-# Instructions that write a memory (`lsu.store`, `lsu.atomic`); a predicated one (`ptx.guard`) counts as its
-# inner instruction. Loads (ld, tex2d, ldmatrix) only read memories and run in the blocks.
-WRITE_OPS = frozenset({"st", "atom"})
+# The memory accesses (`isa.memory`) that run in the memory stage: those that write a memory (`lsu.store`,
+# `lsu.atomic`); a predicated one (`ptx.guard`) counts as its inner instruction. Loads (ld, tex2d, ldmatrix)
+# only read memories and run in the blocks.
+WRITES = frozenset({"write", "atomic"})
 
 
-def is_memory(ins: Instr, ops: frozenset = WRITE_OPS) -> bool:
-    """Whether the instruction runs in the memory stage: its op is one of `ops` (by default those that write
-    a memory)."""
-    return ins.operation.op in ops
+def is_memory(ins: Instr, kinds: frozenset = WRITES) -> bool:
+    """Whether the instruction runs in the memory stage: it accesses memory in one of the ways `kinds`."""
+    return isa.memory(ins) in kinds
 
 
 def registers(ins: Instr) -> set[int]:
@@ -46,7 +47,7 @@ def registers(ins: Instr) -> set[int]:
     return out
 
 
-def split(program: Program, ops: frozenset = WRITE_OPS) -> Program:
+def split(program: Program, kinds: frozenset = WRITES) -> Program:
     """The program with its blocks cut after every instruction that writes a memory, so that a block holds at
     most one, as its last. The order of the instructions (so every pc) is unchanged.
 
@@ -57,7 +58,7 @@ def split(program: Program, ops: frozenset = WRITE_OPS) -> Program:
         parts, cur = [], []
         for ins in b.instrs:
             cur.append(ins)
-            if is_memory(ins, ops):
+            if is_memory(ins, kinds):
                 parts.append(cur)
                 cur = []
         t = b.term
@@ -71,6 +72,6 @@ def split(program: Program, ops: frozenset = WRITE_OPS) -> Program:
     return recut(program, pieces)
 
 
-def memory_instruction(block, ops: frozenset = WRITE_OPS) -> Instr | None:
+def memory_instruction(block, kinds: frozenset = WRITES) -> Instr | None:
     """The block's memory-stage instruction (its last instruction, after `split`), or None."""
-    return block.instrs[-1] if block.instrs and is_memory(block.instrs[-1], ops) else None
+    return block.instrs[-1] if block.instrs and is_memory(block.instrs[-1], kinds) else None

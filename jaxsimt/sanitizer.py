@@ -33,7 +33,7 @@ import numpy as np
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt import errors
+from jaxsimt import errors, isa
 
 CHECKS = ("memcheck", "racecheck", "initcheck", "synccheck")
 CAPACITY = 64  # distinct findings a launch keeps (more are counted in `total` only)
@@ -94,19 +94,11 @@ def is_uninit(a) -> bool:
 # What synccheck knows of a program before it runs
 # ---------------------------------------------------------------------------------------------
 
-SYNC_OPS = ("warpsync", "shfl", "vote", "ptx.shfl", "ptx.vote")
-
-
 def member_mask(ins) -> Optional[int]:
-    """The static member mask of a warp-synchronous instruction (`__syncwarp`, `shfl.sync`, `vote.sync`), None
-    for other instructions and for masks held in registers."""
-    ins = ins.operation
-    if ins.op in ("warpsync", "shfl", "vote", "ptx.shfl"):
-        m = ins.attr("membermask")
-        return None if m is None else int(m) & 0xFFFFFFFF
-    if ins.op == "ptx.vote" and len(ins.src) > 1 and hasattr(ins.src[1], "value"):
-        return int(ins.src[1].value) & 0xFFFFFFFF
-    return None
+    """The static member mask of a warp-synchronous instruction (`__syncwarp`, `shfl.sync`, `vote.sync`,
+    `redux.sync`, `match.sync`; `isa.member_mask`), None for other instructions and for masks held in
+    registers."""
+    return isa.member_mask(ins)
 
 
 def after_barrier(program) -> np.ndarray:

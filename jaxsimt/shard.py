@@ -24,7 +24,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, PartitionSpec
 
-from jaxsimt import exact
+from jaxsimt import exact, isa
 
 AXIS = "waves"
 
@@ -48,7 +48,7 @@ def check_mergeable(prog) -> None:
 
     for _, outer in prog.instructions():
         ins = outer.operation
-        if ins.op != "atom" or ins.attr("space") == "shared":
+        if isa.memory(ins) != "atomic" or ins.attr("space") == "shared":
             continue
         t = T.BY_NAME[ins.attr("type")]
         if ins.attr("aop") != "add" or t.kind not in ("s", "u"):

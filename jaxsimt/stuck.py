@@ -8,12 +8,12 @@ import os
 
 import numpy as np
 
-from jaxsimt import its
+from jaxsimt import isa, its
 from jaxsimt.machine import Machine
 
 
 def _is_atomic(ins) -> bool:
-    return ins.operation.op == "atom"
+    return isa.memory(ins) == "atomic"
 
 
 def stuck_report(m: Machine, geo, grid, wave: int, where, cta_table) -> str:

@@ -17,7 +17,6 @@ import numpy as np
 
 from jaxsimt import types as T
 from jaxsimt.arch import Arch
-from jaxsimt.machine import EXTRA_OPS
 
 
 def tile_shape(arch: Arch, dtype: T.DType) -> tuple[int, int]:
@@ -48,7 +47,7 @@ def tiled_index(x, y, width, height, tw: int, th: int):
     return ((y // th) * tiles_x + x // tw) * (tw * th) + (y % th) * tw + x % tw
 
 
-def _tex2d(ex, ins, pc):
+def tex2d(ex, ins, pc):
     """tex2d dst <- x, y (attrs: array = the texture parameter, type, space global, cache tex)."""
     arch = ex.m.options.target
     t = T.BY_NAME[ins.attr("type")]
@@ -61,6 +60,3 @@ def _tex2d(ex, ins, pc):
     width, height = dims[:, 0, None], dims[:, 1, None]
     (v,) = ex.access(ins, pc, raw=tiled_index(x, y, width, height, tw, th))
     ex.write(ins.dst[0], v)
-
-
-EXTRA_OPS["tex2d"] = _tex2d

@@ -17,38 +17,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from jaxsimt import isa
 from jaxsimt.program import BRANCH, Imm, Instr, Program, Reg
 
 # Timing classes (indices into the per-class latency / issue-interval tables of jaxsimt.timing)
 ALU, FP32, SFU, TENSOR, SHARED, GLOBAL, BARRIER, CONTROL, SHUFFLE = range(9)
-CLASS_NAMES = ("alu", "fp32", "sfu", "tensor", "shared", "global", "barrier", "control", "shuffle")
+CLASS_NAMES = isa.TIMING_CLASSES
 N_CLASSES = len(CLASS_NAMES)
 
-_SFU_OPS = frozenset("sqrt rsqrt rcp ex2 lg2 sin cos".split())
-_FP_OPS = frozenset("add sub mul mad fma min max neg abs div".split())
 ND, NS = 8, 24  # register slots per instruction (vector loads write 4; a WMMA mma writes 8 and reads 24)
 
 
 def timing_class(ins: Instr) -> int:
-    """The timing class of one (inner) instruction."""
-    op = ins.op
-    if op in ("ld", "st", "atom"):
-        return SHARED if ins.attr("space", "global") == "shared" else GLOBAL
-    if op == "tensor.ldmatrix":
-        return SHARED
-    if op.startswith("tensor.") or ins.attr("pipe") == "tensor":
-        return TENSOR
-    if op == "bar":
-        return BARRIER
-    if op in ("bra", "exit", "ret"):
-        return CONTROL
-    if op in ("shfl", "vote"):
-        return SHUFFLE
-    if op in _SFU_OPS or (op == "div" and str(ins.attr("type", "")).startswith("f")):
-        return SFU
-    if op in _FP_OPS and str(ins.attr("type", "")).startswith("f"):
-        return FP32
-    return ALU
+    """The timing class of one instruction (of the one doing the work, for a predicated one): the
+    instruction table's (`jaxsimt.isa`)."""
+    return CLASS_NAMES.index(isa.timing_class(ins))
 
 
 @dataclass
@@ -114,8 +97,8 @@ def folded_mask(prog: Program, cls: "np.ndarray | None" = None) -> np.ndarray:
     for b, (pc0, n) in zip(prog.blocks, prog.block_pcs()):
         for pc, ins in enumerate(b.instrs, pc0):
             op = ins.operation
-            out[pc] = (op.op == "mov" and all(isinstance(x, (Reg, Imm)) for x in op.src)) or (
-                bool(op.attr("expansion")) and op.op not in ("ld", "st", "atom"))
+            out[pc] = (isa.spec(op).copy and all(isinstance(x, (Reg, Imm)) for x in op.src)) or (
+                bool(op.attr("expansion")) and isa.memory(op) is None)
         t, pc = b.term, pc0 + n - 1  # the terminator instruction, if any, is the block's last
         if t.instr is not None and t.kind == BRANCH and t.target in first:
             skipped = cls[pc + 1:first[t.target]]

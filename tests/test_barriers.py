@@ -35,21 +35,24 @@ def _subset_ref(x):
     return out.astype(np.uint32).view(np.int32)
 
 
-@pytest.mark.parametrize("mode", ["stack", "its"])
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("mode", ["stack", pytest.param("its", marks=SLOW)])
 def test_pipeline_of_producer_and_consumer_warps(mode):
     x, args = _pipeline_args()
     r = js.ptx.launch(PTX, "bar_pipeline", 2, 128, args, mode=mode, counters=False)
     np.testing.assert_array_equal(r.outputs["bar_pipeline_param_1"], 2 * x + 1)
 
 
-@pytest.mark.parametrize("mode", ["stack", "its"])
+@pytest.mark.parametrize("mode", [pytest.param("stack", marks=SLOW), "its"])
 def test_counted_barrier_of_two_warps_while_others_run(mode):
     x = (np.arange(256, dtype=np.int32) * 7919) % 1000 - 500
     r = js.ptx.launch(PTX, "bar_subset", 1, 256, [x, np.zeros(256, np.int32)], mode=mode, counters=False)
     np.testing.assert_array_equal(r.outputs["bar_subset_param_1"], _subset_ref(x))
 
 
-@pytest.mark.parametrize("entry", ["bar_pipeline", "bar_subset"])
+@pytest.mark.parametrize("entry", ["bar_pipeline", pytest.param("bar_subset", marks=SLOW)])
 def test_named_barrier_kernels_are_clean_under_every_check(entry):
     args = _pipeline_args()[1] if entry == "bar_pipeline" else [np.arange(256, dtype=np.int32), np.zeros(256, np.int32)]
     grid, block = (2, 128) if entry == "bar_pipeline" else (1, 256)
@@ -94,23 +97,28 @@ def two_counts(out: js.Ptr[js.s32]):
     out[t] = t
 
 
-@pytest.mark.parametrize("mode", ["stack", "its"])
+@pytest.mark.parametrize("mode", ["stack", pytest.param("its", marks=SLOW)])
 def test_dsl_arrive_and_sync_hand_data_between_warps(mode):
     x = np.arange(32, dtype=np.float32) - 3.5
     r = js.launch(handoff, 1, 64, [x, np.zeros(64, np.float32)], mode=mode, counters=False)
     np.testing.assert_array_equal(r.outputs["out"][:32], 3 * x[::-1])
 
 
-def test_barrier_that_never_completes_is_a_deadlock_without_checks_and_a_finding_with_synccheck():
+@pytest.mark.parametrize("mode", ["stack", pytest.param("its", marks=SLOW)])
+def test_barrier_that_never_completes_is_a_synccheck_finding(mode):
+    args = [np.zeros(128, np.int32)]
+    r = js.launch(short_count, 1, 128, args, check="synccheck", collect=True, mode=mode, counters=False)
+    (f,) = r.findings
+    assert (f.check, f.kind, f.count, f.address, f.extra["barrier"], f.extra["threads"]) == \
+        ("synccheck", sanitizer.KIND[F.BARRIER_HANG], 64, 64, 1, 96), mode
+    assert "waits for 96 threads and 64 arrived" in f.message
+
+
+@SLOW
+def test_barrier_that_never_completes_without_collect_and_without_checks():
     args = [np.zeros(128, np.int32)]
     with pytest.raises(errors.DeadlockError):
         js.launch(short_count, 1, 128, args, counters=False)
-    for mode in ("stack", "its"):
-        r = js.launch(short_count, 1, 128, args, check="synccheck", collect=True, mode=mode, counters=False)
-        (f,) = r.findings
-        assert (f.check, f.kind, f.count, f.address, f.extra["barrier"], f.extra["threads"]) == \
-            ("synccheck", sanitizer.KIND[F.BARRIER_HANG], 64, 64, 1, 96), mode
-        assert "waits for 96 threads and 64 arrived" in f.message
     with pytest.raises(sanitizer.SyncError, match="never completes"):
         js.launch(short_count, 1, 128, args, check="synccheck", counters=False)
 

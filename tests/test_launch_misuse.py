@@ -227,6 +227,8 @@ def test_runtime_out_of_memory_is_reported_with_the_launch(monkeypatch):
     """An XLA failure while the waves run comes back as a LaunchResourceError that says what the launch
     asked for and what to change, chaining XLA's error."""
     class _Machine:
+        compiles = 0
+
         def zero_counters(self):
             return ()
 

@@ -104,10 +104,14 @@ def test_recursion_refused():
         lower(P.parse(text), "k")
 
 
-def test_barrier_with_count_refused():
-    text = HEAD + ".visible .entry k()\n{\n bar.sync 1, 64;\n ret;\n}\n"
-    with pytest.raises(P.PtxUnsupportedError, match="bar.sync 0"):
-        lower(P.parse(text), "k")
+def test_barrier_forms_refused_by_name():
+    for line, why in (("bar.red.popc.u32 %r1, 0, %p1;", "bar.red"), ("@%p1 bar.sync 1, 64;", "not predicated"),
+                      ("bar.sync %r1, 64;", "not a constant"), ("bar.sync 16;", "out of range"),
+                      ("bar.arrive 1;", "needs a thread count")):
+        text = (HEAD + ".visible .entry k()\n{\n .reg .b32 %r<3>;\n .reg .pred %p<2>;\n add.u32 %r1, %r2, 1;\n "
+                + line + "\n ret;\n}\n")
+        with pytest.raises(P.PtxUnsupportedError, match=why):
+            lower(P.parse(text), "k")
 
 
 def test_predicated_instruction_is_guarded_in_its_block():

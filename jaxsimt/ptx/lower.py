@@ -23,7 +23,6 @@ from jaxsimt.barriers import PTX_BARRIERS
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
                              SourceLoc, Terminator, finalize)
 from jaxsimt.ptx import ast, provenance
-from jaxsimt.ptx import semantics  # noqa: F401  (registers the ptx.* ops)
 from jaxsimt.ptx import sources
 from jaxsimt.ptx.errors import PtxUnsupportedError
 from jaxsimt.ptx.opcodes import check_supported

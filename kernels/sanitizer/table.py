@@ -98,9 +98,8 @@ def jaxsimt_verdicts() -> dict:
     from . import run
     out = {}
     for c in C.CASES:
-        mode = "stack" if c.expect is not None and c.expect.kind == "warp_sync_mask" else c.mode
         try:
-            r = run.launch(c, check="all", collect=True, mode=mode, counters=False)
+            r = run.launch(c, check="all", collect=True, mode=c.mode, counters=False)
         except Exception as e:  # noqa: BLE001 - a cell of the table
             out[c.name] = f"{type(e).__name__}"
             continue
@@ -112,7 +111,7 @@ def jaxsimt_verdicts() -> dict:
             out[c.name] = f"missed ({why})"
         else:
             lines = "/".join(str(x) for x in dict.fromkeys(x for x in (f.line, f.other_line) if x))
-            out[c.name] = f"L{lines} {f.kind}" + (" (stack mode)" if mode != c.mode else "")
+            out[c.name] = f"L{lines} {f.kind}"
     return out
 
 

@@ -1,6 +1,6 @@
-"""PTX instruction semantics the core ALU lacks, registered as `jaxsimt.machine.EXTRA_OPS`.
+"""PTX instruction semantics the core ALU lacks: the `ptx.<name>` ops of the instruction table (`jaxsimt.isa`).
 
-Every op here is named `ptx.<name>` and reads its operands through the executing block's helper (`ex.read`,
+Every op here reads its operands through the executing block's helper (`ex.read`,
 `ex.write`, `ex.active`), so it runs on whole warps like the built-in ops. Rounding is exact where PTX
 names a rounding mode: f32 results with .rz/.rm/.rp are computed exactly (or rounded to odd) in f64 and then
 rounded to f32 in the requested direction; see docs/ptx.md for the documented deviations (approximate
@@ -15,17 +15,9 @@ from jax import lax
 
 from jaxsimt import alu, lsu
 from jaxsimt import types as T
-from jaxsimt.machine import EXTRA_OPS
 
 _U = {8: jnp.uint8, 16: jnp.uint16, 32: jnp.uint32, 64: jnp.uint64}
 _S = {8: jnp.int8, 16: jnp.int16, 32: jnp.int32, 64: jnp.int64}
-
-
-def _op(name):
-    def deco(fn):
-        EXTRA_OPS["ptx." + name] = fn
-        return fn
-    return deco
 
 
 def _t(ins, key="type"):
@@ -48,7 +40,6 @@ def _from_ubits(u, dt: T.DType):
 # ------------------------------------------------------------------------------------------ control
 
 
-@_op("guard")
 def guard(ex, ins, pc):
     """A predicated instruction (`@%p op ...`): run the inner instruction with the lanes whose guard holds.
     The instruction stays in its block and is counted once for the warp, as the hardware issues it."""
@@ -71,7 +62,6 @@ def guard(ex, ins, pc):
             ex.local[r.index] = jnp.where(on, ex.local[r.index], jnp.broadcast_to(olds[r.index], on.shape))
 
 
-@_op("nop")
 def nop(ex, ins, pc):
     """membar / fence / nanosleep / cp.async.commit_group / wait_group: no effect here
     (every memory operation of the emulator is complete when it is issued)."""
@@ -101,7 +91,6 @@ def _wide(x, dt: T.DType):
     return x.astype((_S if dt.is_signed else _U)[2 * dt.bits])
 
 
-@_op("mul.hi")
 def mul_hi(ex, ins, pc):
     dt = _t(ins)
     a, b = (ex.read(s, dt) for s in ins.src[:2])
@@ -111,7 +100,6 @@ def mul_hi(ex, ins, pc):
     ex.write(ins.dst[0], r)
 
 
-@_op("mul.wide")
 def mul_wide(ex, ins, pc):
     dt = _t(ins)
     a, b = (_wide(ex.read(s, dt), dt) for s in ins.src[:2])
@@ -122,7 +110,6 @@ def mul_wide(ex, ins, pc):
     ex.write(ins.dst[0], r)
 
 
-@_op("sat")
 def sat_int(ex, ins, pc):
     """add/sub/mad .sat.s32: the exact result clamped to the s32 range."""
     a, b = (ex.read(s, T.s32).astype(jnp.int64) for s in ins.src[:2])
@@ -132,7 +119,6 @@ def sat_int(ex, ins, pc):
     ex.write(ins.dst[0], jnp.clip(r, -2**31, 2**31 - 1).astype(jnp.int32))
 
 
-@_op("mul24")
 def mul24(ex, ins, pc):
     dt = _t(ins)
     a, b = (ex.read(s, dt).astype(jnp.int64) for s in ins.src[:2])
@@ -148,14 +134,12 @@ def mul24(ex, ins, pc):
     ex.write(ins.dst[0], _from_ubits(r, dt))
 
 
-@_op("sad")
 def sad(ex, ins, pc):
     dt = _t(ins)
     a, b, c = (ex.read(s, dt) for s in ins.src)
     ex.write(ins.dst[0], c + jnp.where(a > b, a - b, b - a).astype(dt.np_dtype))
 
 
-@_op("dp4a")
 def dp4a(ex, ins, pc):
     ta, tb = _t(ins, "atype"), _t(ins, "btype")
     a, b = ex.read(ins.src[0], T.u32), ex.read(ins.src[1], T.u32)
@@ -180,12 +164,10 @@ def dp4a(ex, ins, pc):
     ex.write(ins.dst[0], (acc & 0xFFFFFFFF).astype(jnp.uint32))
 
 
-@_op("popc")
 def popc(ex, ins, pc):
     ex.write(ins.dst[0], lax.population_count(ex.read(ins.src[0], _t(ins))).astype(jnp.uint32))
 
 
-@_op("clz")
 def clz(ex, ins, pc):
     ex.write(ins.dst[0], lax.clz(ex.read(ins.src[0], _t(ins))).astype(jnp.uint32))
 
@@ -203,7 +185,6 @@ def _brev(x, bits):
     return x
 
 
-@_op("brev")
 def brev(ex, ins, pc):
     dt = _t(ins)
     ex.write(ins.dst[0], _brev(ex.read(ins.src[0], dt), dt.bits))
@@ -217,7 +198,6 @@ def _mask(n, bits):
     return jnp.where(n >= bits, full, (ut(1) << jnp.minimum(n, bits - 1)) - ut(1))
 
 
-@_op("bfe")
 def bfe(ex, ins, pc):
     dt = _t(ins)
     bits = dt.bits
@@ -237,7 +217,6 @@ def bfe(ex, ins, pc):
     ex.write(ins.dst[0], _from_ubits(field, dt))
 
 
-@_op("bfi")
 def bfi(ex, ins, pc):
     dt = _t(ins)
     bits = dt.bits
@@ -251,7 +230,6 @@ def bfi(ex, ins, pc):
     ex.write(ins.dst[0], _from_ubits(jnp.where(pos >= bits, b, r), dt))
 
 
-@_op("bfind")
 def bfind(ex, ins, pc):
     dt = _t(ins)
     bits = dt.bits
@@ -266,7 +244,6 @@ def bfind(ex, ins, pc):
     ex.write(ins.dst[0], jnp.where(u == 0, jnp.uint32(0xFFFFFFFF), pos))
 
 
-@_op("prmt")
 def prmt(ex, ins, pc):
     a, b, c = (ex.read(s, T.u32) for s in ins.src)
     tmp = a.astype(jnp.uint64) | (b.astype(jnp.uint64) << 32)
@@ -279,7 +256,6 @@ def prmt(ex, ins, pc):
     ex.write(ins.dst[0], r)
 
 
-@_op("lop3")
 def lop3(ex, ins, pc):
     a, b, c = (ex.read(s, T.u32) for s in ins.src[:3])
     lut = ins.attr("lut")
@@ -290,7 +266,6 @@ def lop3(ex, ins, pc):
     ex.write(ins.dst[0], r)
 
 
-@_op("shf")
 def shf(ex, ins, pc):
     a, b = ex.read(ins.src[0], T.u32).astype(jnp.uint64), ex.read(ins.src[1], T.u32).astype(jnp.uint64)
     c = ex.read(ins.src[2], T.u32)
@@ -304,7 +279,6 @@ def shf(ex, ins, pc):
     ex.write(ins.dst[0], r.astype(jnp.uint32))
 
 
-@_op("cnot")
 def cnot(ex, ins, pc):
     dt = _t(ins)
     x = ex.read(ins.src[0], dt)
@@ -376,7 +350,6 @@ def _exact64(fn, args, zero):
     raise NotImplementedError(fn)
 
 
-@_op("farith")
 def farith(ex, ins, pc):
     """Float add/sub/mul/fma/div/sqrt/rcp with a rounding mode and/or .sat (clamp to [0, 1], NaN -> 0)."""
     dt = _t(ins)
@@ -396,7 +369,6 @@ def farith(ex, ins, pc):
     ex.write(ins.dst[0], r)
 
 
-@_op("minmax")
 def minmax(ex, ins, pc):
     """min/max with .NaN (NaN if either is NaN) and/or .relu."""
     dt = _t(ins)
@@ -410,14 +382,12 @@ def minmax(ex, ins, pc):
     ex.write(ins.dst[0], r)
 
 
-@_op("copysign")
 def copysign(ex, ins, pc):
     dt = _t(ins)
     a, b = (ex.read(s, dt) for s in ins.src)
     ex.write(ins.dst[0], jnp.copysign(b, a))
 
 
-@_op("testp")
 def testp(ex, ins, pc):
     dt = _t(ins)
     x = ex.read(ins.src[0], dt)
@@ -429,7 +399,6 @@ def testp(ex, ins, pc):
     ex.write(ins.dst[0], r)
 
 
-@_op("funary")
 def funary(ex, ins, pc):
     """Approximate functions without a core op (tanh), and ex2 on 16-bit floats."""
     dt = _t(ins)
@@ -438,7 +407,6 @@ def funary(ex, ins, pc):
     ex.write(ins.dst[0], f(x.astype(jnp.float32)).astype(dt.np_dtype))
 
 
-@_op("cvt")
 def cvt(ex, ins, pc):
     """cvt with PTX rounding modes: float->int .rni/.rzi/.rmi/.rpi (default rzi), float->float .rn/.rz/.rm/.rp
     and integral rounding .rni/.rzi/.rmi/.rpi, int->float with .rn/.rz/.rm/.rp (exact via f64 for 32-bit
@@ -488,7 +456,6 @@ def cvt(ex, ins, pc):
 # ------------------------------------------------------------------------------------------ packed halves
 
 
-@_op("pack")
 def pack(ex, ins, pc):
     """mov.bN d, {a, b, ...}: concatenate the parts' bits, first part in the low bits."""
     dt = _t(ins)
@@ -501,7 +468,6 @@ def pack(ex, ins, pc):
     ex.write(ins.dst[0], _from_ubits(r, dt))
 
 
-@_op("unpack")
 def unpack(ex, ins, pc):
     """mov.bN {a, b, ...}, s: split the bits of s, first destination from the low bits (None: a sink)."""
     dt = _t(ins)
@@ -514,7 +480,6 @@ def unpack(ex, ins, pc):
         ex.write(d, v)
 
 
-@_op("x2")
 def x2(ex, ins, pc):
     """Packed f16x2 / bf16x2 arithmetic: the op on each 16-bit half (fma/add/sub/mul/min/max/neg/abs)."""
     ht = T.BY_NAME[ins.attr("half")]
@@ -543,7 +508,6 @@ def x2(ex, ins, pc):
 # ------------------------------------------------------------------------------------------ comparisons
 
 
-@_op("setp")
 def setp(ex, ins, pc):
     """setp (and set) with an optional .and/.or/.xor combining predicate (`!%p` allowed) and the
     complement destination `%p|%q`. `set` writes 0xFFFFFFFF / 1.0f instead of a predicate."""
@@ -571,7 +535,6 @@ def setp(ex, ins, pc):
 # ------------------------------------------------------------------------------------------ warp level
 
 
-@_op("sreg")
 def sreg(ex, ins, pc):
     """Special registers the machine does not provide: lane masks, %nwarpid, shared-memory sizes;
     clocks and timers read as the emulator's step counter (documented deviation)."""
@@ -598,12 +561,10 @@ def sreg(ex, ins, pc):
     ex.write(ins.dst[0], jnp.broadcast_to(v, shape))
 
 
-@_op("activemask")
 def activemask(ex, ins, pc):
     ex.write(ins.dst[0], jnp.broadcast_to(ex.m.pack(ex.active)[:, None], ex.active.shape))
 
 
-@_op("vote")
 def vote(ex, ins, pc):
     """vote.sync with a register or immediate membermask: all / any / uni / ballot."""
     m = ex.m
@@ -635,7 +596,6 @@ _REDUX = {"add": (jnp.add, 0), "and": (jnp.bitwise_and, -1), "or": (jnp.bitwise_
           "xor": (jnp.bitwise_xor, 0), "min": (jnp.minimum, None), "max": (jnp.maximum, None)}
 
 
-@_op("redux")
 def redux(ex, ins, pc):
     """redux.sync: the reduction over the participating lanes (active and in the membermask) of a
     32-bit integer, the same value in every participating lane (add wraps modulo 2^32)."""
@@ -652,7 +612,6 @@ def redux(ex, ins, pc):
     ex.write(ins.dst[0], jnp.broadcast_to(r[:, None], ex.active.shape))
 
 
-@_op("match")
 def match(ex, ins, pc):
     """match.any.sync: the membermask-restricted mask of lanes holding this lane's value; match.all.sync:
     the participating lanes' mask if they all hold one value (p true), else 0 (p false)."""
@@ -674,7 +633,6 @@ def match(ex, ins, pc):
         ex.write(ins.dst[1], jnp.broadcast_to(ok, ex.active.shape))
 
 
-@_op("shfl")
 def shfl(ex, ins, pc):
     """shfl.sync.{up,down,bfly,idx}.b32 d[|p], a, b, c, membermask exactly as the PTX ISA defines it:
     c packs the clamp value (bits 0-4) and the segment mask (bits 8-12). A lane whose source is out of

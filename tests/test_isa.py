@@ -1,0 +1,97 @@
+"""The instruction table (jaxsimt.isa): every op the front ends emit for the shipped kernels is in it, no module
+outside it (and the op semantics and front ends) tests op names, and what it says of an op is what the
+machine, the ITS machine, the sanitizer and the timing traces use."""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+import jaxsimt
+from jaxsimt import isa, its, sanitizer, trace
+from jaxsimt.kernels import collection
+from jaxsimt.ptx import load_module, lower
+from jaxsimt.ptx import parse
+
+ROOT = os.path.dirname(os.path.abspath(jaxsimt.__file__))
+
+
+def _ops(prog) -> set:
+    out = set()
+    for b in prog.blocks:
+        for ins in b.all_instrs():
+            out |= {ins.op, ins.operation.op}
+    return out
+
+
+def test_every_op_of_the_collection_is_in_the_table():
+    seen = set()
+    for case in collection.CASES:
+        prog = lower(load_module(collection.ptx_path(case.program)), case.entry, case.args(), dynamic_smem=case.dyn)
+        seen |= _ops(prog)
+    assert seen - set(isa.OPS) == set()
+    assert {"ld", "st", "bar", "bra", "ptx.guard", "tensor.mma"} <= seen
+
+
+def test_every_op_of_the_seed_kernels_is_in_the_table():
+    from jaxsimt import conformance
+    seen = set()
+    for case in conformance._dsl_cases():
+        seen |= _ops(case.kernel.program)
+    assert seen and seen - set(isa.OPS) == set()
+
+
+# Modules that may name ops: the table, the semantics it points at, the IR's own copy propagation, and the front
+# ends, which emit them.
+NAMING_OPS = {"isa.py", "alu.py", "program.py", "dsl.py", "tensor.py"}
+OP_TEST = re.compile(r"\.op\s*(==|!=|in\b|not in\b)")
+
+
+def test_no_module_outside_the_table_tests_op_names():
+    hits = []
+    for dirpath, dirnames, files in os.walk(ROOT):
+        dirnames[:] = [d for d in dirnames if d not in ("data", "__pycache__", "ptx")]
+        for f in files:
+            if f.endswith(".py") and f not in NAMING_OPS:
+                for i, line in enumerate(open(os.path.join(dirpath, f)), 1):
+                    if OP_TEST.search(line.split("#")[0]):
+                        hits.append(f"{os.path.relpath(os.path.join(dirpath, f), ROOT)}:{i}: {line.strip()}")
+    assert hits == []
+
+
+HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+
+def _one(body: str, regs: str = ".reg .b32 %r<8>;\n .reg .pred %p<2>;"):
+    prog = lower(parse(HEAD + ".visible .entry k()\n{\n " + regs + "\n " + body + "\n ret;\n}\n"), "k")
+    return [ins for b in prog.blocks for ins in b.instrs]
+
+
+def test_ptx_and_dsl_shuffles_have_one_member_mask():
+    (shfl,) = [i for i in _one("shfl.sync.down.b32 %r1, %r2, 8, 31, 0x0000ffff;") if i.operation.op == "ptx.shfl"]
+    assert isa.member_mask(shfl) == sanitizer.member_mask(shfl) == its.member_mask(shfl) == 0xFFFF
+
+
+@pytest.mark.parametrize("body,op,mask", [
+    ("redux.sync.add.u32 %r1, %r2, 0x0000000f;", "ptx.redux", 0xF),
+    ("vote.sync.ballot.b32 %r1, %p1, 0x000000ff;", "ptx.vote", 0xFF),
+    ("bar.warp.sync 0x00ff00ff;", "warpsync", 0x00FF00FF),
+])
+def test_warp_synchronous_ops_and_their_masks(body, op, mask):
+    ins = [i for i in _one(body) if i.operation.op == op]
+    assert ins and isa.is_warp_sync(ins[0]) and isa.member_mask(ins[0]) == mask
+
+
+def test_timing_classes_come_from_the_table():
+    ld_s, = [i for i in _one(".shared .b32 s[4];\n ld.shared.u32 %r1, [s];", ".reg .b32 %r<4>;") if i.op == "ld"]
+    assert trace.CLASS_NAMES[trace.timing_class(ld_s)] == isa.timing_class(ld_s) == "shared"
+    add_f, = [i for i in _one("add.f32 %f1, %f2, 0f3F800000;", ".reg .f32 %f<4>;") if i.op == "add"]
+    assert isa.timing_class(add_f) == "fp32"
+    assert isa.READ_OPS == {"ld", "tex2d", "tensor.ldmatrix"} and isa.WRITE_OPS == {"st", "atom"}
+
+
+def test_an_op_outside_the_table_is_named():
+    from jaxsimt.program import Instr
+    with pytest.raises(NotImplementedError, match="'frobnicate' .* not in the instruction table"):
+        isa.spec(Instr("frobnicate", (), ()))
