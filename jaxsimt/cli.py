@@ -17,7 +17,7 @@ import sys
 COMMANDS = {
     "demo": ("jaxsimt.demo", "main", "emulate the seeds' kernels and print what the hardware would count"),
     "ladder": ("jaxsimt.ladder", "main", "the GEMM ladder report (naive ... Tensor Cores)"),
-    "occupancy": ("jaxsimt.occupancy", "cli", "theoretical occupancy of a launch configuration"),
+    "occupancy": ("jaxsimt.occupancy_cli", "cli", "theoretical occupancy of a launch configuration"),
     "run": ("jaxsimt.run_cli", "main", "run a PTX kernel"),
     "report": ("jaxsimt.report_cli", "main", "an HTML report of one launch: source, divergence, memory, occupancy"),
     "validate": ("jaxsimt.validate", "main", "compare the emulator with the H200 fixtures"),

@@ -348,7 +348,7 @@ def test_carveout_default_is_largest_and_bad_values_refused():
 
 def test_occupancy_cli_carveout(capsys):
     import json
-    from jaxsimt.occupancy import cli
+    from jaxsimt.occupancy_cli import cli
     for kb, blocks in ((48, 4), (16, 1)):
         assert cli(["--arch", "fermi", "--threads", "64", "--regs", "8", "--smem", str(12 * 1024), "--carveout",
                     str(kb), "--json"]) == 0
