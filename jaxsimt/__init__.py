@@ -28,6 +28,7 @@ from jaxsimt.errors import (
     StepBudgetExceeded,
 )
 from jaxsimt.launch import LaunchResult, launch
+from jaxsimt.options import LaunchOptions
 from jaxsimt.compile_cache import enable_compile_cache  # opt-in: importing jaxsimt leaves JAX's config alone
 from jaxsimt.batch import BatchResult, LaunchSpec, launch_batch, sweep
 from jaxsimt.tensor import WarpSyncError, ldmatrix, mma_sync, wmma

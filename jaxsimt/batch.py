@@ -21,6 +21,7 @@ import numpy as np
 from jaxsimt import errors, validate_args
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.launch import LaunchResult, _dim3, _program_of, _split_args, run_items
+from jaxsimt.options import LaunchOptions
 
 
 @dataclass
@@ -87,14 +88,15 @@ def _stack(items: list[LaunchResult], whole: dict) -> tuple[dict, dict]:
 
 
 def launch_batch(kernel, grid, block, args: Sequence[Any], arch: Union[str, Arch] = "h200", *,
-                 in_axes=0, progress: Optional[bool] = None, **options) -> BatchResult:
+                 in_axes=0, progress: Optional[bool] = None, options: Optional[LaunchOptions] = None,
+                 **kw) -> BatchResult:
     """Launch `kernel` once per item of a batch, as one compiled run: item i's arguments are
     `args[k][i]` for the arguments batched on axis 0 and `args[k]` for those with `in_axes` None
     (shared inputs: each item still gets its own copy to write). Same grid, block, architecture and
-    options for every item; `options` are `jaxsimt.launch`'s (trace excepted). Item i's results and
-    counters equal `jaxsimt.launch` of item i alone; `emulator__steps` is the batch's step count.
-    progress: a bar of the waves on stderr (`jaxsimt.progress`): None where stderr is a terminal and not
-    under pytest, True where it is a terminal, False never."""
+    options for every item; the options are `jaxsimt.launch`'s (`options=` and keywords; trace and timing
+    excepted). Item i's results and counters equal `jaxsimt.launch` of item i alone; `emulator__steps` is the
+    batch's step count. progress: a bar of the waves on stderr (`jaxsimt.progress`): None where stderr is a
+    terminal and not under pytest, True where it is a terminal, False never."""
     from jaxsimt.progress import launch_progress
 
     prog = _program_of(kernel)
@@ -102,7 +104,7 @@ def launch_batch(kernel, grid, block, args: Sequence[Any], arch: Union[str, Arch
     whole: dict = {}
     with launch_progress(progress, f"{prog.name} x{len(per_item)}") as bar:
         items = run_items(prog, grid, block, [_split_args(prog, a) for a in per_item], per_item, arch,
-                          stacked=whole, progress=bar, **options)
+                          LaunchOptions.of(options, **kw).replace(progress=bar), stacked=whole)
     outputs, stats = _stack(items, whole)
     return BatchResult(items, outputs, stats)
 
@@ -110,19 +112,22 @@ def launch_batch(kernel, grid, block, args: Sequence[Any], arch: Union[str, Arch
 @dataclass
 class LaunchSpec:
     """One launch of a sweep: `jaxsimt.launch(kernel, grid, block, args, arch, **options)` (args in
-    parameter order or a dict by parameter name)."""
+    parameter order or a dict by parameter name; `options` a dict of `LaunchOptions` fields, or one)."""
 
     kernel: Any
     grid: Any
     block: Any
     args: Sequence[Any] = ()
     arch: Union[str, Arch] = "h200"
-    options: dict = field(default_factory=dict)
+    options: Any = field(default_factory=dict)
+
+    def launch_options(self) -> LaunchOptions:
+        return self.options if isinstance(self.options, LaunchOptions) else LaunchOptions.of(**self.options)
 
     def group_key(self) -> tuple:
         """What launches must share to run as one batch (everything but the arguments and `ctas`)."""
         prog = _program_of(self.kernel)
-        opts = tuple(sorted((k, v) for k, v in self.options.items() if k != "ctas"))
+        opts = self.launch_options().key(without=("ctas",))
         return (id(prog), _dim3(self.grid, "grid", prog.name), _dim3(self.block, "block", prog.name),
                 get_arch(self.arch).name, opts)
 
@@ -142,7 +147,8 @@ def sweep(specs: Sequence[LaunchSpec], *, progress: Optional[bool] = None, max_i
         # every launch checked before the first group runs: a mistake in the last costs no run
         prog = _program_of(s.kernel)
         validate_args.check_args(prog, s.args)
-        validate_args.check_options(prog, s.options.get("stack_depth", 16), s.options.get("blocks_per_wave"))
+        o = s.launch_options()
+        validate_args.check_options(prog, o.stack_depth, o.blocks_per_wave)
     results: list[Optional[LaunchResult]] = [None] * len(specs)
 
     def run_group(idx: list[int]):
@@ -150,9 +156,9 @@ def sweep(specs: Sequence[LaunchSpec], *, progress: Optional[bool] = None, max_i
         prog = _program_of(s0.kernel)
         names = [p.name for p in prog.params]
         per_item = [validate_args.bind(prog.name, names, specs[i].args) for i in idx]
-        opts = {k: v for k, v in s0.options.items() if k != "ctas"}
         out = run_items(prog, s0.grid, s0.block, [_split_args(prog, a) for a in per_item], per_item, s0.arch,
-                        item_ctas=[specs[i].options.get("ctas") for i in idx], **opts)
+                        s0.launch_options().replace(ctas=None),
+                        item_ctas=[specs[i].launch_options().ctas for i in idx])
         for i, r in zip(idx, out):
             results[i] = r
 

@@ -21,7 +21,7 @@ from jaxsimt.its import ItsMachine
 from jaxsimt.machine import MEM_COLUMNS, Dyn, Fault, Geometry, Layout, Machine, Options
 from jaxsimt.occupancy import occupancy, registers_limit
 from jaxsimt.program import BRANCH, Program, estimate_registers
-from jaxsimt.templates import COMPILE_BUDGET
+from jaxsimt.options import LaunchOptions
 from jaxsimt.stuck import deadlock_report, stuck_report
 
 DEFAULT_THREADS_PER_WAVE = 1 << 19
@@ -239,75 +239,35 @@ def _split_args(prog: Program, args: Sequence[Any]):
 
 
 def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch] = "h200", *,
-           regs: Optional[int] = None, max_steps: Optional[int] = None, stack_depth: int = 16,
-           blocks_per_wave: Optional[int] = None, trace: bool = False, jit: bool = True,
-           counters: bool = True, optimize: Optional[bool] = None, ctas: Optional[Sequence[int]] = None,
-           data: bool = True, local_bytes: int = 0, devices=None, timing: bool = False,
-           mode: str = "stack",
-           carveout: Optional[int] = None, compile_budget: Optional[int] = COMPILE_BUDGET,
-           progress: Optional[Callable] = None, check=None, collect: bool = False) -> LaunchResult:
+           options: Optional[LaunchOptions] = None, **kw) -> LaunchResult:
     """Run `kernel` on a grid of `grid` blocks of `block` threads with `args` (arrays for pointer
     parameters, Python/numpy scalars for the others; in parameter order or a dict by parameter name) on
     architecture `arch`. Arguments and options are checked before anything is allocated
     (`jaxsimt.validate_args`: ArgumentError / LaunchConfigError naming the parameter); a failure of XLA
     while the launch runs (out of memory) is a LaunchResourceError saying what the launch asked for.
 
-    max_steps: step budget per wave (a runaway loop raises StepBudgetExceeded; default `default_max_steps`:
-    max(65,536, instructions x (4,096 + min(warps per wave, instructions)))); stack_depth: entries of each warp's
-    reconvergence stack; blocks_per_wave: blocks emulated at once (default: ~0.5M threads on a CPU, on a GPU as many as an eighth of its memory holds: `default_threads_per_wave`); trace: record the schedule step by step (small launches); jit: compile (True) or run
-    op by op (False; same results and counters, for debugging); counters: run the memory model on every
-    global and shared access (requests, sectors, wavefronts, bank conflicts); optimize: compile with full
-    backend optimisation (default: only for launches of more than 32K threads, where run time dominates;
-    small launches compile ~3x faster without it); ctas: run only these blocks (linear ids, x fastest) of
-    the grid — their counters, e.g. one block per class of identical blocks; data=False: counters only —
-    memory is not read or written (loads give zeros), for kernels whose control flow ignores the data;
-    local_bytes: per-thread local memory (space "local"; byte offsets in the thread's own window, zeroed
-    at launch, not counted as global or shared traffic); devices: spread the waves of blocks over these
-    JAX devices (an int: the first n; see `jaxsimt.shard`), global memory replicated and merged; timing:
-    also predict the kernel's time with the cycle-level model (`jaxsimt.timing`: one more traced run of a
-    representative set of blocks, then the replay) — adds `cycles`, `predicted_ms`,
-    `predicted_ms_analytical`, achieved occupancy and `stall_*` to the stats, the replay to `result.timing`;
-    mode: "stack" (default on every architecture: the reconvergence stack, warps in lockstep) or "its"
-    (Independent Thread Scheduling, Volta and later: per-lane pcs, diverged paths interleave; docs/its.md);
-    carveout: preferred shared memory per SM in bytes (the L1/shared split, e.g. 16 * 1024 on Fermi; default
-    the largest the architecture allows), rounded up to an allowed size as the occupancy calculator does; it
-    sets the occupancy and the capacity of the read-only/texture cache; compile_budget: instructions of the
-    kernel compiled into the machine (its loops first); the rest is interpreted, instruction by instruction,
-    with the same results and counters (`jaxsimt.templates`), so that a long kernel's first run takes
-    seconds, not minutes; None compiles every block (slower to start, faster to run long launches);
-    progress: called after each wave as progress(waves done, waves, blocks done, blocks)
-    (`jaxsimt.progress.WaveProgress` draws it as a bar); check: the sanitizer's checks to run besides the
-    bounds checks every launch makes ("all", or some of "memcheck", "racecheck", "initcheck", "synccheck", as
-    a comma-separated string or a list; `jaxsimt.sanitizer`, docs/sanitizer.md): the first finding raises
-    (a MemoryFault, RaceError, UninitializedReadError or SyncError naming kernel, line, block, thread and
-    address), or with collect=True every finding is kept in `result.findings` and the run goes on. A buffer
-    the host leaves uninitialized is passed as `jaxsimt.sanitizer.uninit(shape, dtype)`.
+    The options (`jaxsimt.LaunchOptions`, which says what each does) come as `options=`, as keywords
+    (`launch(k, grid, block, args, check="all", collect=True)`), or both (keywords replace fields of
+    `options`): max_steps, stack_depth, blocks_per_wave, trace, jit, counters, optimize, ctas, data,
+    local_bytes, devices, timing, mode, carveout, compile_budget, progress, check, collect, regs.
     """
+    opts = LaunchOptions.of(options, **kw)
     prog = _program_of(kernel)
     args = validate_args.bind(prog.name, [p.name for p in prog.params], args)
-    res = run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, regs=regs, max_steps=max_steps,
-                    stack_depth=stack_depth, blocks_per_wave=blocks_per_wave, trace=trace, jit=jit,
-                    counters=counters, optimize=optimize, ctas=ctas, data=data, local_bytes=local_bytes,
-                    devices=devices, mode=mode, carveout=carveout, compile_budget=compile_budget,
-                    progress=progress, check=check, collect=collect)[0]
-    res.inputs = {"kernel": kernel, "args": args, "regs": regs, "local_bytes": local_bytes, "mode": mode,
-                  "carveout": carveout, "stack_depth": stack_depth}
-    if timing:
+    res = run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, opts.replace(timing=False))[0]
+    res.inputs = {"kernel": kernel, "args": args, "regs": opts.regs, "local_bytes": opts.local_bytes,
+                  "mode": opts.mode, "carveout": opts.carveout, "stack_depth": opts.stack_depth}
+    if opts.timing:
         from jaxsimt import timing as timing_model
-        res.timing = timing_model.attach(res, kernel, args, regs=regs, local_bytes=local_bytes, mode=mode)
+        res.timing = timing_model.attach(res, kernel, args, regs=opts.regs, local_bytes=opts.local_bytes,
+                                         mode=opts.mode)
     return res
 
 
 def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Sequence[Sequence[Any]],
-              arch: Union[str, Arch] = "h200", *, regs: Optional[int] = None, max_steps: Optional[int] = None,
-              stack_depth: int = 16, blocks_per_wave: Optional[int] = None, trace: bool = False,
-              jit: bool = True, counters: bool = True, optimize: Optional[bool] = None,
-              ctas: Optional[Sequence[int]] = None, data: bool = True, local_bytes: int = 0,
-              devices=None, item_ctas: Optional[Sequence[Sequence[int]]] = None,
-              mode: str = "stack", stacked: Optional[dict] = None,
-              carveout: Optional[int] = None, compile_budget: Optional[int] = COMPILE_BUDGET,
-              machine: Optional[Callable] = None, progress: Optional[Callable] = None, check=None,
-              collect: bool = False) -> list[LaunchResult]:
+              arch: Union[str, Arch] = "h200", options: Optional[LaunchOptions] = None, *,
+              item_ctas: Optional[Sequence[Sequence[int]]] = None, stacked: Optional[dict] = None,
+              machine: Optional[Callable] = None, **kw) -> list[LaunchResult]:
     """Run one launch per item (`items`: `_split_args` of each item's arguments, `item_args` the
     arguments as given) as ONE run of the machine: the items' blocks side by side on the block axis,
     their arrays side by side in global memory. Returns one LaunchResult per item, as `launch` would.
@@ -315,7 +275,17 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     dict to receive, where every item's array of a parameter has one shape, the final arrays stacked
     [items, ...] (the items' outputs are then views into them). `machine`: (prog, geometry, layout,
     options) -> Machine to run instead of the shared one (an instrumented machine). `progress`:
-    called as progress(waves done, waves, blocks done, blocks) after each wave."""
+    called as progress(waves done, waves, blocks done, blocks) after each wave. `options` and the keywords
+    `kw`: `LaunchOptions` (timing excepted: it predicts one launch, `launch(timing=True)`)."""
+    opts = LaunchOptions.of(options, **kw)
+    if opts.timing:
+        raise errors.LaunchConfigError(f"kernel {prog.name}: timing=True predicts one launch (jaxsimt.launch), "
+                                       f"not a batch")
+    (regs, max_steps, stack_depth, blocks_per_wave, trace, jit, counters, optimize, ctas, data, local_bytes, devices,
+     mode, carveout, compile_budget, progress, check, collect) = (
+        opts.regs, opts.max_steps, opts.stack_depth, opts.blocks_per_wave, opts.trace, opts.jit, opts.counters,
+        opts.optimize, opts.ctas, opts.data, opts.local_bytes, opts.devices, opts.mode, opts.carveout,
+        opts.compile_budget, opts.progress, opts.check, opts.collect)
     arch = get_arch(arch)
     grid, block = _dim3(grid, "grid", prog.name), _dim3(block, "block", prog.name)
     check_launch(prog, arch, grid, block, regs, local_bytes)

@@ -34,3 +34,24 @@ def test_differences_names_what_differs():
     assert conformance.differences({"a": 1, "b": 0.5, "emulator__steps": 3}, {"a": 1, "b": 0.5}) == []
     assert conformance.differences({"a": 2}, {"a": 1}) == ["a: 2 != golden 1"]
     assert conformance.differences({}, {"a": 1}) == ["a: None != golden 1"]
+
+
+# Kernels that never diverge inside a warp (no divergent branch target in their golden counters) run the same
+# under Independent Thread Scheduling: the same bits and every counter but the mode's own depth figure.
+CONVERGED = sorted(n for n, s in GOLDEN.items() if n in CASES and s.get(
+    "smsp__sass_branch_targets_threads_divergent.sum", 0) == 0)
+QUICK_ITS = {"glob_ld_stride1", "gemm_naive_coalesced@64x64x64", "mma_truth_m16n8k16_f16_f32", "dsl_matmul_tiled"}
+MODE_STATS = ("max_stack_depth", "emulator__max_pc_groups")  # the stack's depth, ITS's pc groups
+
+
+@pytest.mark.parametrize("name", [n if n in QUICK_ITS else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in CONVERGED])
+def test_converged_kernel_counts_the_same_under_its(name):
+    stats = conformance.run_case(name, mode="its")  # the case's numpy check runs inside
+    assert stats.get("emulator__max_pc_groups", 1) <= 1
+    golden = {k: v for k, v in GOLDEN[name].items() if k not in MODE_STATS}
+    assert conformance.differences({k: v for k, v in stats.items() if k not in MODE_STATS}, golden) == []
+
+
+def test_quick_its_cases_are_converged_cases():
+    assert QUICK_ITS <= set(CONVERGED) and len(CONVERGED) >= 100

@@ -260,3 +260,20 @@ def test_valid_dict_arguments_and_zero_size_arrays():
     from jaxsimt.errors import MemoryFault
     with pytest.raises(MemoryFault, match="'x'"):
         js.launch(saxpy, 1, 32, (1, np.float32(2), np.zeros(0, np.float32), Y))
+
+
+def test_valid_launch_options_one_record_for_launch_batch_and_sweep():
+    """`jaxsimt.LaunchOptions` holds every option: given as `options=`, as keywords, or both (keywords replace
+    fields); an unknown option is named; the same record drives a batch and a sweep."""
+    opts = js.LaunchOptions(counters=False, blocks_per_wave=1)
+    a = js.launch(saxpy, 2, 32, OK, options=opts)
+    b = js.launch(saxpy, 2, 32, OK, counters=False, blocks_per_wave=1)
+    assert a.stats == b.stats and np.array_equal(a["y"], b["y"])
+    assert opts.replace(mode="its").mode == "its" and opts.mode == "stack"  # frozen: replace makes a new one
+    with pytest.raises(ArgumentError, match=r"unknown launch option\(s\) blocks_per_warp; the options are"):
+        js.launch(saxpy, 2, 32, OK, blocks_per_warp=1)
+    with pytest.raises(LaunchConfigError, match="timing=True predicts one launch"):
+        js.launch_batch(saxpy, 2, 32, [np.stack([x] * 2) if isinstance(x, np.ndarray) else x for x in OK],
+                        in_axes=[0 if isinstance(x, np.ndarray) else None for x in OK], timing=True)
+    (r,) = js.sweep([js.LaunchSpec(saxpy, 2, 32, OK, options=opts)], progress=False)
+    assert r.stats == a.stats

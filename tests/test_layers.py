@@ -19,7 +19,7 @@ LAYERS = {
              "ptxops isa mma mma.layouts mma.ops mma.numerics mma.execute mma.fixture",
     "machine": "machine templates memstage sanitizer its stuck",
     "timing": "trace timing cost kscale timeline",
-    "run": "launch validate_args batch shard compile_cache progress report command",
+    "run": "launch options validate_args batch shard compile_cache progress report command",
     "front ends": "dsl tensor cuda ptx ptx.lexer ptx.parser ptx.ast ptx.opcodes ptx.operands ptx.lower "
                   "ptx.provenance ptx.sources ptx.run",
     "api": "",  # the package itself (jaxsimt/__init__.py): the public names
