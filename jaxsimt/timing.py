@@ -729,9 +729,24 @@ def run(work: Work, params: dict, policy: str = "gto", replay: str = "exact") ->
     args = (params, work.kernel, jnp.asarray(work.queues), jnp.asarray(work.n_queue), jnp.asarray(work.share),
             jnp.asarray(work.total), pol)
     if replay == "fast":
-        shape = dataclasses.replace(work.shape, steps=fast_steps(work))
-        return replay_fast(*args, jnp.int32(work.shape.steps), shape=shape, n_regs=work.n_regs)
+        return _covering(lambda steps: replay_fast(*args, jnp.int32(work.shape.steps), n_regs=work.n_regs,
+                                                   shape=dataclasses.replace(work.shape, steps=steps)),
+                         fast_steps(work), work.shape.steps, work.total)
     return globals()["replay"](*args, shape=work.shape, n_regs=work.n_regs)
+
+
+def _covering(replay_with, steps: int, cap: int, total):
+    """A fast replay (replay_with(steps)) whose steps cover its window: where an SM neither finished nor
+    issued the window's `cap` instructions within `steps`, again with twice the steps (at most cap), so
+    that both replays extrapolate from the same window."""
+    while True:
+        out = replay_with(steps)
+        if isinstance(out["issued"], jax.core.Tracer):  # under jax.grad / jit: the steps as estimated
+            return out
+        short = ~np.asarray(out["finished"]) & (np.asarray(out["issued"]) < np.minimum(cap, np.asarray(total)))
+        if steps >= cap or not short.any():
+            return out
+        steps = min(2 * steps, cap)
 
 
 def _pad_to(a, shape, value):
@@ -779,11 +794,12 @@ def stacked_replay(works: list, params: dict, policy, replay: str = "exact", sta
     one vmapped replay, exact or fast (its steps: the most any of the works needs, `fast_steps`)."""
     shape, n_regs, kern, queues, n_queue, share, total = stacked or stack(works)
     if replay == "fast":
-        fshape = dataclasses.replace(shape, steps=min(shape.steps, max(
+        steps = min(shape.steps, max(
             fast_steps(dataclasses.replace(w, shape=dataclasses.replace(w.shape, steps=shape.steps, inner=shape.inner)))
-            for w in works)))
-        return _replay_batch_fast(params, kern, queues, n_queue, share, total, policy, jnp.int32(shape.steps),
-                                  shape=fshape, n_regs=n_regs)
+            for w in works))
+        return _covering(lambda st: _replay_batch_fast(params, kern, queues, n_queue, share, total, policy,
+                                                       jnp.int32(shape.steps), shape=dataclasses.replace(shape, steps=st),
+                                                       n_regs=n_regs), steps, shape.steps, total)
     return _replay_batch(params, kern, queues, n_queue, share, total, policy, shape=shape, n_regs=n_regs)
 
 
