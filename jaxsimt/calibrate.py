@@ -135,9 +135,11 @@ class Group:
     fast_shape: Optional[timing.Shape] = None  # the fast replay's shape (`timing.fast_steps` of the group)
 
 
-def groups(samples: list[Sample]) -> list[Group]:
+def groups(samples: list[Sample], params: Optional[dict] = None) -> list[Group]:
     """Stack samples into groups of one replay shape (warp/block slots, schedulers, steps), padding the
-    per-kernel arrays, queues and simulated SMs to the group's largest."""
+    per-kernel arrays, queues and simulated SMs to the group's largest. params: the fast replay's steps
+    are those that cover each group's window with these parameters (`timing.stacked_replay`), else the
+    estimate `timing.fast_steps`."""
     by = {}
     for i, s in enumerate(samples):
         w = s.work
@@ -148,6 +150,10 @@ def groups(samples: list[Sample]) -> list[Group]:
         shape, n_regs, kern, queues, n_queue, share, total = timing.stack([samples[i].work for i in idx])
         steps = max(timing.fast_steps(dataclasses.replace(samples[i].work, shape=dataclasses.replace(
             samples[i].work.shape, steps=shape.steps, inner=shape.inner))) for i in idx)
+        if params is not None:
+            _, steps = timing.stacked_replay([samples[i].work for i in idx], params, jnp.int32(1), "fast",
+                                             stacked=(shape, n_regs, kern, queues, n_queue, share, total),
+                                             with_steps=True)
         out.append(Group(shape, n_regs, kern, queues, n_queue, share, total, idx,
                          dataclasses.replace(shape, steps=steps)))
     return out
@@ -304,10 +310,11 @@ def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 
     import optax
 
     train = [s for s in samples if s.split == "train"]
-    gs = groups(train)
     base = timing.starting_params(arch)
     if from_measured:
         base, max_factor = measured_start(arch)
+    # the fast replay's steps: those covering each group's window at the starting parameters
+    gs = groups(train, constrained(base, {k: jnp.float32(0.0) for k in FIT}, max_factor) if replay == "fast" else None)
     theta = {k: jnp.float32(0.0) for k in FIT}
 
     # the micro-kernels' times also fix the launch overhead: time - busiest SM's cycles at the clock
@@ -351,7 +358,7 @@ def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 
 
 def evaluate(samples: list[Sample], params: dict, replay: str = "exact") -> list[dict]:
     """Per sample: measured and predicted cycles / ms and the relative error of the time."""
-    gs = groups(samples)
+    gs = groups(samples, params if replay == "fast" else None)
     cyc = np.asarray(jax.jit(lambda p: predict_cycles(p, gs, len(samples), replay=replay))(params), np.float64)
     rows = []
     for s, c in zip(samples, cyc):

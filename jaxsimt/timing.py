@@ -371,6 +371,8 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
     rr = jnp.arange(NR, dtype=jnp.int32)[None, None, :]
     dst_m = jnp.any(k["dst"][:, :, None] == rr, axis=1)  # [NI, NR]
     use_m = jnp.any(k["src"][:, :, None] == rr, axis=1) | dst_m
+    reg_ids = jnp.arange(NR, dtype=jnp.int32)[None, :]
+    reason_ids = jnp.arange(len(REASONS), dtype=jnp.int32)[None, :]
     c = dict(
         t_sched=jnp.zeros(NSCH, jnp.float32), last=jnp.full(NSCH, -1, jnp.int32),
         pipe=jnp.zeros((NSCH, tr.N_CLASSES), jnp.float32), mio=f0, l1=f0, l2=f0, dram=f0,
@@ -415,8 +417,10 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
         # in `_replay_sm`'s order: by the scheduler's earliest warp (the policy's pick may be up to a cycle
         # later), ties to the lower warp slot (its argmin)
         first = jnp.argmin(tws, axis=0).astype(jnp.int32) * NSCH + jnp.arange(NSCH, dtype=jnp.int32)
-        order = jnp.lexsort((first, Ts)).astype(jnp.int32)
-        inv = jnp.argsort(order)
+        before = (Ts[None, :] < Ts[:, None]) | ((Ts[None, :] == Ts[:, None]) & (first[None, :] < first[:, None]))
+        inv = jnp.sum(before, axis=1).astype(jnp.int32)  # each scheduler's place in the order (no sort: NSCH is 4)
+        sid = jnp.arange(NSCH, dtype=jnp.int32)
+        order = jnp.sum(jnp.where(inv[None, :] == sid[:, None], sid[None, :], 0), axis=1)
 
         def put(old, val):  # [WS] state: each scheduler's picked warp takes val (in issue order)
             return jnp.where(hit, val[inv][None, :], old.reshape(NLOC, NSCH)).reshape(WS)
@@ -487,18 +491,19 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
         reasons = jnp.stack([c["wreason"][sel], c["nkind"][sel], thr_t[csel], jnp.full(NSCH, NOT_SELECTED),
                              jnp.full(NSCH, SELECTED)], axis=1)
         amounts = jnp.stack([a, b, cc, d, jnp.ones(NSCH)], axis=1) * (go & ~fold)[:, None]
-        by_reason = jnp.sum(jnp.where(reasons[:, :, None] == jnp.arange(len(REASONS))[None, None, :],
-                                      amounts[:, :, None], 0.0), axis=1)  # [NSCH, R], issue order
-        stall = (c["stall"].reshape(NLOC, NSCH, -1) + jnp.where(hit[:, :, None], by_reason[inv][None], 0.0)).reshape(WS, -1)
+        rows_s = c["stall"][sel]  # [NSCH, R]: the issued warps' rows, in issue order
+        for r in range(amounts.shape[1]):
+            rows_s = rows_s + jnp.where(reason_ids == reasons[:, r:r + 1], amounts[:, r:r + 1], 0.0)
         # -- scoreboard: the issued warps' register rows, rewritten where their instruction writes --
         wmask = dst_m[pcsel] & go[:, None]
         wep_sel = c["wep"][sel]
         rows_t = jnp.where(wmask, complete[:, None], c["reg_t"][sel])
         rows_ek = jnp.where(wmask, (wep_sel * 16 + kind_t[csel])[:, None], c["reg_ek"][sel])
-        reg_t, reg_ek = c["reg_t"], c["reg_ek"]
-        for i in range(NSCH):
+        reg_t, reg_ek, stall = c["reg_t"], c["reg_ek"], c["stall"]
+        for i in range(NSCH):  # row updates in place (each scheduler's own warp: no two collide)
             reg_t = lax.dynamic_update_index_in_dim(reg_t, rows_t[i], sel[i], 0)
             reg_ek = lax.dynamic_update_index_in_dim(reg_ek, rows_ek[i], sel[i], 0)
+            stall = lax.dynamic_update_index_in_dim(stall, rows_s[i], sel[i], 0)
         # -- pipes, schedulers, the warps --
         busy = go & ~fold
         cmask = jnp.arange(tr.N_CLASSES)[None, :] == csel[:, None]
@@ -519,9 +524,11 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
         # the issued warps' next instructions and their scoreboard
         npc_s = jnp.maximum(k["pcs"][tw_sel, jnp.clip(pos_sel, 0, L - 1)], 0)
         rt = jnp.where(use_m[npc_s] & ((rows_ek >> 4) == wep_sel[:, None]), rows_t, 0.0)  # [NSCH, NR]
-        top = jnp.argmax(rt, axis=1)[:, None]
+        rt_max = jnp.max(rt, axis=1)
+        # the first register holding the latest ready time (two plain reductions: cheaper than an argmax)
+        top = jnp.min(jnp.where(rt == rt_max[:, None], reg_ids, NR), axis=1)[:, None]
         npc = put(pc, jnp.where(go, npc_s, pc[sel]))
-        ndep = put(c["ndep"], jnp.where(go, jnp.max(rt, axis=1), c["ndep"][sel]))
+        ndep = put(c["ndep"], jnp.where(go, rt_max, c["ndep"][sel]))
         nkind = put(c["nkind"], jnp.where(go, jnp.take_along_axis(rows_ek, top, axis=1)[:, 0] & 15, c["nkind"][sel]))
         # -- barriers: a block whose warp arrived this step releases when every unfinished warp has --
         arrive = go & (csel == tr.BARRIER)
@@ -731,21 +738,21 @@ def run(work: Work, params: dict, policy: str = "gto", replay: str = "exact") ->
     if replay == "fast":
         return _covering(lambda steps: replay_fast(*args, jnp.int32(work.shape.steps), n_regs=work.n_regs,
                                                    shape=dataclasses.replace(work.shape, steps=steps)),
-                         fast_steps(work), work.shape.steps, work.total)
+                         fast_steps(work), work.shape.steps, work.total)[0]
     return globals()["replay"](*args, shape=work.shape, n_regs=work.n_regs)
 
 
 def _covering(replay_with, steps: int, cap: int, total):
     """A fast replay (replay_with(steps)) whose steps cover its window: where an SM neither finished nor
     issued the window's `cap` instructions within `steps`, again with twice the steps (at most cap), so
-    that both replays extrapolate from the same window."""
+    that both replays extrapolate from the same window. Returns (output, steps)."""
     while True:
         out = replay_with(steps)
         if isinstance(out["issued"], jax.core.Tracer):  # under jax.grad / jit: the steps as estimated
-            return out
+            return out, steps
         short = ~np.asarray(out["finished"]) & (np.asarray(out["issued"]) < np.minimum(cap, np.asarray(total)))
         if steps >= cap or not short.any():
-            return out
+            return out, steps
         steps = min(2 * steps, cap)
 
 
@@ -789,18 +796,21 @@ def _replay_batch_fast(params, kern, queues, n_queue, share, total, policy, cap,
     return jax.vmap(f)(kern, queues, n_queue, share, total)
 
 
-def stacked_replay(works: list, params: dict, policy, replay: str = "exact", stacked=None):
+def stacked_replay(works: list, params: dict, policy, replay: str = "exact", stacked=None, with_steps: bool = False):
     """The per-SM results [B, M, ...] of works stacked by `stack` (pass `stacked` to reuse a stacking):
-    one vmapped replay, exact or fast (its steps: the most any of the works needs, `fast_steps`)."""
+    one vmapped replay, exact or fast (its steps: the most any of the works needs, `fast_steps`, doubled
+    until they cover the window). with_steps: (results, the replay's steps)."""
     shape, n_regs, kern, queues, n_queue, share, total = stacked or stack(works)
     if replay == "fast":
         steps = min(shape.steps, max(
             fast_steps(dataclasses.replace(w, shape=dataclasses.replace(w.shape, steps=shape.steps, inner=shape.inner)))
             for w in works))
-        return _covering(lambda st: _replay_batch_fast(params, kern, queues, n_queue, share, total, policy,
-                                                       jnp.int32(shape.steps), shape=dataclasses.replace(shape, steps=st),
-                                                       n_regs=n_regs), steps, shape.steps, total)
-    return _replay_batch(params, kern, queues, n_queue, share, total, policy, shape=shape, n_regs=n_regs)
+        out, steps = _covering(lambda st: _replay_batch_fast(
+            params, kern, queues, n_queue, share, total, policy, jnp.int32(shape.steps),
+            shape=dataclasses.replace(shape, steps=st), n_regs=n_regs), steps, shape.steps, total)
+        return (out, steps) if with_steps else out
+    out = _replay_batch(params, kern, queues, n_queue, share, total, policy, shape=shape, n_regs=n_regs)
+    return (out, shape.steps) if with_steps else out
 
 
 def run_many(works: list, params: dict, policy: str = "gto", replay: str = "exact") -> list:
