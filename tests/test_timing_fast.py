@@ -5,6 +5,8 @@ On one scheduler the two replays are the same machine stepped the same way: ever
 H200's four schedulers the fast one may order two schedulers' issues within one interval differently; the
 departures measured on every calibration sample (119 micro-kernels and ladder rungs, docs/timing.md) give
 the bound FAST_TOLERANCE."""
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -27,14 +29,17 @@ CASES = [(chain, 1, 32, 1), (chain, 1, 64, 1), (barrier, 1, 64, 1), (chain, 4, 3
          (independent, 1, 64, 1), (staged, 1, 64, 1), (staged, 2, 64, 2), (barrier, 4, 128, 2)]
 
 
-def _trace(kernel, grid, block, arch):
+@functools.lru_cache(maxsize=None)
+def _trace(kernel, grid, block, arch=ARCH):
+    """The case's trace (the functional run does not depend on the number of schedulers: one trace serves
+    both variants)."""
     args = (np.arange(64, dtype=np.float32),) if kernel is staged else (np.zeros(128, np.float32), np.float32(0.5))
     return tr.from_launch(js.launch(kernel, grid, block, args, arch=arch, trace=True))
 
 
 def _both(arch, p, policy="gto"):
     """Every case's stats from the exact and the fast replay (each as one batch: one compilation)."""
-    works = [tm.plan(_trace(k, g, b, arch), arch, R, steps=STEPS) for k, g, b, R in CASES]
+    works = [tm.plan(_trace(k, g, b), arch, R, steps=STEPS) for k, g, b, R in CASES]
     return [[tm.summarize(w, o, p, arch) for w, o in zip(works, tm.run_many(works, p, policy, replay=r))]
             for r in ("exact", "fast")]
 
@@ -71,7 +76,7 @@ def test_ladder_rungs_within_the_tolerance():
 
 def test_a_batch_of_fast_replays_is_each_replay_alone():
     p = params()
-    works = [tm.plan(_trace(k, g, b, ARCH), ARCH, R, steps=STEPS) for k, g, b, R in CASES[:2]]
+    works = [tm.plan(_trace(k, g, b), ARCH, R, steps=STEPS) for k, g, b, R in CASES[:2]]
     alone = [float(tm.kernel_cycles(w, p, replay="fast")) for w in works]
     batch = [float(jnp.max(o["cycles"])) for o in tm.run_many(works, p, replay="fast")]
     assert batch == pytest.approx(alone)
@@ -80,7 +85,7 @@ def test_a_batch_of_fast_replays_is_each_replay_alone():
 
 
 def test_the_fast_replay_has_gradients_in_the_latencies_it_uses():
-    t = _trace(staged, 1, 64, ARCH)
+    t = _trace(staged, 1, 64)
     work = tm.plan(t, ARCH, 1, steps=STEPS)
     p = params(l2_latency=200.0, dram_latency=500.0, l1_latency=30.0, shared_latency=23.0, dram_gbytes_per_s=1000.0)
     g = jax.grad(lambda q: tm.kernel_cycles(work, q, replay="fast"))(p)
