@@ -153,9 +153,9 @@ def whole_gpu(work, num_sms: int):
     DRAM bandwidth): a whole-GPU replay, as the hardware runs a grid whose blocks behave alike."""
     import dataclasses
 
-    return dataclasses.replace(work, queues=np.tile(work.queues[:1], (num_sms, 1)), n_queue=np.tile(work.n_queue[:1], num_sms),
-                               share=np.full(num_sms, 1.0 / num_sms, np.float32), total=np.tile(work.total[:1], num_sms),
-                               sms=np.arange(num_sms))
+    return dataclasses.replace(work, queues=np.tile(work.queues[:1], (num_sms, 1)),
+                               n_queue=np.tile(work.n_queue[:1], num_sms), share=np.full(num_sms, 1.0 / num_sms, np.float32),
+                               total=np.tile(work.total[:1], num_sms), sms=np.arange(num_sms))
 
 
 def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
