@@ -18,6 +18,10 @@ respect to the parameters (a pytree of floats, `params_of(arch)`) exists almost 
 SM whose queue holds more instructions than that is extrapolated at the rate of the second half of the
 window (steady state), which keeps replaying huge grids cheap.
 
+`run(..., replay="fast")` replays the same machine with one issue interval of the SM per step (every
+scheduler that can issue in it does; see `_replay_sm_fast`), the same window and outputs; the default
+`replay="exact"` above is the reference it is checked against (tests/test_timing_fast.py).
+
 Stall reasons follow Nsight Compute's names (smsp__pcsamp_warps_issue_stalled_*): for every issued
 instruction, the warp-cycles since its warp's previous issue are split into the constraint that held it
 — block not started (no_instruction), branch_resolving, barrier, the scoreboard (wait: fixed-latency
@@ -321,21 +325,24 @@ replay = jax.jit(replay_sms, static_argnames=("shape", "n_regs"))
 
 
 # ---------------------------------------------------------------------------------------------
-# The fast replay: one cycle of the whole SM per step
+# The fast replay: one issue interval of the SM per step
 # ---------------------------------------------------------------------------------------------
 #
-# The same machine as `_replay_sm`, advanced differently: one scan step is one issue cycle of the SM, in
-# which every warp scheduler whose earliest issue falls within FAST_INTERVAL of the SM's earliest one issues
-# (up to NSCH warp instructions per step instead of one), and a warp's scoreboard readiness for its next
-# instruction is computed once, when it issues (only its own issues write its registers), instead of for
-# every warp at every step. The schedulers' issues of one step meet the SM's shared queues (MIO, L1, L2,
-# DRAM) in time order; what can differ from `_replay_sm` is only the order of issues of different
-# schedulers within one cycle, a memory instruction's throttle by another scheduler's issue of the same
-# step, and which free block slot takes the next queued block when several free in one step.
+# The same machine as `_replay_sm`, advanced differently: one scan step is one issue interval of the SM,
+# in which every warp scheduler whose earliest warp falls within FAST_INTERVAL cycles of the SM's earliest
+# one issues its pick (up to NSCH warp instructions per step instead of one), in `_replay_sm`'s order.
+# Shared and global instructions, which meet state other schedulers read (the MIO, L1, L2 and DRAM queues
+# and their throttles), issue only in the interval's first cycle; the other instructions change nothing
+# another scheduler reads before the interval ends (barrier releases and block starts are max / plus of
+# times, whatever the order). A warp's scoreboard readiness for its next instruction is computed once,
+# when it issues (only its own issues write its registers), instead of for every warp at every step.
+# What can differ from `_replay_sm`: the order of two schedulers' non-memory issues within one interval,
+# which free block slot takes the next queued block when several free in one step, and the scoreboard
+# kind charged when two registers are ready at the same time.
 
 REPLAYS = ("exact", "fast")
 FAST_INTERVAL = 16.0  # schedulers whose next issue falls within this many cycles of the SM's earliest one share a step
-FAST_SLACK = 1.5  # fast steps per instruction of the busiest scheduler in the window (desynchronised steps)
+FAST_SLACK = 1.5  # fast steps per instruction of the busiest scheduler in the window (steps it does not issue)
 
 
 def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, cap, shape: Shape, n_regs: int):
