@@ -238,6 +238,8 @@ def main(argv=None) -> int:
                          "and keep each measured parameter within calibrate.MEASURED_FACTOR of its measurement")
     ap.add_argument("--quick", action="store_true", help="a few kernels only (smoke test)")
     ap.add_argument("--throughput-only", action="store_true")
+    ap.add_argument("--replay", choices=timing.REPLAYS, default="exact",
+                    help="the replay the fit and the accuracy figures use (timing.run's replay)")
     ap.add_argument("--replay-speed", action="store_true",
                     help="only the exact and the fast replay's speed on the whole GPU (the ladder's largest size; needs"
                          " --cache), into benchmarks/results/timing_replay_<device>.json")
@@ -260,11 +262,12 @@ def main(argv=None) -> int:
             json.dump(result, f, indent=1, default=float)
         print(f"wrote {path}")
         return 0
-    result = {"platform": platform.platform(), "jax": jax.__version__, "device": str(jax.devices()[0])}
+    result = {"platform": platform.platform(), "jax": jax.__version__, "device": str(jax.devices()[0]),
+              "replay": a.replay}
     if not a.throughput_only:
         if a.calibrate:
             params, hist = calibrate.fit(s, steps=a.steps, lr=a.lr, log=lambda m: print(m, file=sys.stderr),
-                                         from_measured=a.from_measured)
+                                         from_measured=a.from_measured, replay=a.replay)
             result["calibration"] = {"history": hist, "fitted": {k: float(v) for k, v in params.items()},
                                      "timing_literal": calibrate.timing_literal(params)}
             print(calibrate.timing_literal(params), file=sys.stderr)
@@ -273,7 +276,7 @@ def main(argv=None) -> int:
         for r in result["beside_measurements"]:
             print(f"{r['param']:<24} {r['measured']:>10.4g} {r['fitted']:>10.4g} {r['ratio']:>6.2f}"
                   f"{'' if r['within'] else '  (outside 1/1.5..1.5)'}")
-        rows = calibrate.evaluate(s, params)
+        rows = calibrate.evaluate(s, params, replay=a.replay)
         analytical_ladder(rows)
         result["accuracy"] = accuracy(rows)
         result["rows"] = rows
