@@ -61,7 +61,7 @@ def test_four_schedulers_within_the_tolerance():
 
 @pytest.mark.slow  # tracing two rungs and compiling their replays: ~30 s on 2 CPU cores
 def test_ladder_rungs_within_the_tolerance():
-    """Two rungs of the ladder, traced from their PTX at 128^3 (the busiest SM's blocks, 64 warp slots),
+    """Two rungs of the ladder, traced from their PTX at 128^3 (the blocks of the busiest SM),
     replayed both ways with the fitted H200 parameters."""
     from jaxsimt import ladder
 
