@@ -5,9 +5,12 @@ kernel time) and at 1024^3 / 2048^3 / 4096^3 (CUDA-event medians), predicted wit
 timing parameters (`jaxsimt.arch.H200.timing`, fitted by `--calibrate` on the training split of
 `jaxsimt.calibrate`), reported as MAPE per split and family and, over the ladder, Spearman's rank
 correlation of predicted vs measured times per size. Throughput: warp instructions replayed per second
-(steady state, median of repeats, compile time apart), on the default JAX device.
+(steady state, median of repeats, compile time apart), on the default JAX device. `--replay-speed`: the
+exact (cycle-by-cycle) and the fast replay (`timing.run(..., replay="fast")`) of the ladder's rungs on the
+whole GPU, their speeds and speed-up, and the fast replay's departure from the exact one on every sample.
 
     PYTHONPATH=$PWD python benchmarks/bench_timing.py [--calibrate] [--cache samples.pkl] [--quick]
+    PYTHONPATH=$PWD python benchmarks/bench_timing.py --replay-speed --cache samples/
 """
 from __future__ import annotations
 
@@ -145,6 +148,82 @@ def throughput(s, params, repeats: int = 5) -> dict:
             "warp_instructions_per_s": issued / med, "compile_s": compile_s, "device": str(jax.devices()[0])}
 
 
+def whole_gpu(work, num_sms: int):
+    """The work with the busiest simulated SM's queue on every SM of the chip (each with its share of L2 and
+    DRAM bandwidth): a whole-GPU replay, as the hardware runs a grid whose blocks behave alike."""
+    import dataclasses
+
+    return dataclasses.replace(work, queues=np.tile(work.queues[:1], (num_sms, 1)),
+                               n_queue=np.tile(work.n_queue[:1], num_sms), share=np.full(num_sms, 1.0 / num_sms, np.float32),
+                               total=np.tile(work.total[:1], num_sms), sms=np.arange(num_sms))
+
+
+def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
+    """Warp instructions per second of the exact and the fast replay of one sample on the whole GPU (every
+    SM replayed): compile time apart, steady state as the median of `repeats` runs; the kernel cycles of
+    both and their relative difference."""
+    import dataclasses
+
+    jnp = jax.numpy
+    w = whole_gpu(s.work, num_sms)
+    args = (params, w.kernel, jnp.asarray(w.queues), jnp.asarray(w.n_queue), jnp.asarray(w.share),
+            jnp.asarray(w.total), jnp.int32(1))
+    row = {"sample": f"{s.name}@{s.size}", "sms": num_sms, "window": w.shape.steps, "warp_slots": w.shape.warp_slots}
+    for name in timing.REPLAYS:
+        steps = w.shape.steps if name == "exact" else timing.fast_steps(w)
+        while True:  # the fast replay's steps cover the window (`timing._covering`)
+            shape = dataclasses.replace(w.shape, steps=steps)
+            extra = () if name == "exact" else (jnp.int32(w.shape.steps),)
+            fn = timing.replay if name == "exact" else timing.replay_fast
+            t0 = time.perf_counter()
+            compiled = fn.lower(*args, *extra, shape=shape, n_regs=w.n_regs).compile()
+            compile_s = time.perf_counter() - t0
+            out = compiled(*args, *extra)
+            jax.block_until_ready(out)
+            short = ~np.asarray(out["finished"]) & (np.asarray(out["issued"]) < np.minimum(w.shape.steps, w.total))
+            if name == "exact" or steps >= w.shape.steps or not short.any():
+                break
+            steps = min(2 * steps, w.shape.steps)
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            out = compiled(*args, *extra)
+            jax.block_until_ready(out)
+            times.append(time.perf_counter() - t0)
+        issued = int(np.asarray(out["issued"]).sum())
+        med = float(np.median(times))
+        row[name] = {"steps": steps, "compile_s": compile_s, "median_s": med, "times_s": times,
+                     "warp_instructions": issued, "warp_instructions_per_s": issued / med,
+                     "kernel_cycles": float(np.max(np.asarray(out["cycles"])))}
+    row["speedup"] = row["fast"]["warp_instructions_per_s"] / row["exact"]["warp_instructions_per_s"]
+    row["cycles_rel_diff"] = row["fast"]["kernel_cycles"] / row["exact"]["kernel_cycles"] - 1.0
+    return row
+
+
+def replay_speed_all(s_all, params, repeats: int = 3) -> dict:
+    """`replay_speed` of the ladder's rungs at its largest size: the table of docs/timing.md."""
+    lad = [s for s in s_all if s.family == "ladder"]
+    n = max(s.size for s in lad)
+    rows = [replay_speed(s, params, repeats) for s in sorted(lad, key=lambda s: s.name) if s.size == n]
+    print(f"{'sample':<24} {'SMs':>4} {'exact wi/s':>11} {'fast wi/s':>11} {'speed-up':>8} {'compile exact':>13} "
+          f"{'compile fast':>12} {'cycles fast/exact - 1':>21}")
+    for r in rows:
+        print(f"{r['sample']:<24} {r['sms']:>4} {r['exact']['warp_instructions_per_s']:>11.3g} "
+              f"{r['fast']['warp_instructions_per_s']:>11.3g} {r['speedup']:>7.2f}x {r['exact']['compile_s']:>12.1f}s "
+              f"{r['fast']['compile_s']:>11.1f}s {100 * r['cycles_rel_diff']:>20.2f}%")
+    # the departure of the fast replay from the exact one, kernel cycles of every sample (batched replays)
+    both = {r: calibrate.evaluate(s_all, params, replay=r) for r in timing.REPLAYS}
+    dep = [{"name": e["name"], "family": e["family"], "size": e["size"], "exact_cycles": e["predicted_cycles"],
+            "fast_cycles": f["predicted_cycles"], "rel_diff": f["predicted_cycles"] / e["predicted_cycles"] - 1.0}
+           for e, f in zip(both["exact"], both["fast"])]
+    worst = max(dep, key=lambda d: abs(d["rel_diff"]))
+    print(f"fast vs exact kernel cycles over {len(dep)} samples: max |rel. diff.| {100 * abs(worst['rel_diff']):.2f}% "
+          f"({worst['name']}@{worst['size']}), mean {100 * float(np.mean([abs(d['rel_diff']) for d in dep])):.3f}%")
+    return {"platform": platform.platform(), "jax": jax.__version__, "device": str(jax.devices()[0]),
+            "cpu_count": os.cpu_count(), "load_average": os.getloadavg(), "repeats": repeats, "rows": rows,
+            "departures": dep}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calibrate", action="store_true", help="fit the parameters on the training split first")
@@ -159,6 +238,11 @@ def main(argv=None) -> int:
                          "and keep each measured parameter within calibrate.MEASURED_FACTOR of its measurement")
     ap.add_argument("--quick", action="store_true", help="a few kernels only (smoke test)")
     ap.add_argument("--throughput-only", action="store_true")
+    ap.add_argument("--replay", choices=timing.REPLAYS, default="exact",
+                    help="the replay the fit and the accuracy figures use (timing.run's replay)")
+    ap.add_argument("--replay-speed", action="store_true",
+                    help="only the exact and the fast replay's speed on the whole GPU (the ladder's largest size; needs"
+                         " --cache), into benchmarks/results/timing_replay_<device>.json")
     ap.add_argument("--out", default="")
     ap.add_argument("--sample", default="", metavar="RUNG@SIZE",
                     help="throughput only: trace just this ladder rung (e.g. naive_coalesced@1024)")
@@ -168,13 +252,22 @@ def main(argv=None) -> int:
         s = calibrate.ladder_samples((int(size),), rungs={rung})
         a.throughput_only = True
     else:
-        s = samples(a.cache, a.quick, only_cached=a.throughput_only and bool(a.cache))
+        s = samples(a.cache, a.quick, only_cached=(a.throughput_only or a.replay_speed) and bool(a.cache))
     params = timing.starting_params("h200") if a.starting else timing.params_of("h200")
-    result = {"platform": platform.platform(), "jax": jax.__version__, "device": str(jax.devices()[0])}
+    if a.replay_speed:
+        kind = "gpu" if jax.devices()[0].platform == "gpu" else "cpu"
+        path = a.out or os.path.join(os.path.dirname(__file__), "results", f"timing_replay_{kind}.json")
+        result = replay_speed_all(s, params)
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1, default=float)
+        print(f"wrote {path}")
+        return 0
+    result = {"platform": platform.platform(), "jax": jax.__version__, "device": str(jax.devices()[0]),
+              "replay": a.replay}
     if not a.throughput_only:
         if a.calibrate:
             params, hist = calibrate.fit(s, steps=a.steps, lr=a.lr, log=lambda m: print(m, file=sys.stderr),
-                                         from_measured=a.from_measured)
+                                         from_measured=a.from_measured, replay=a.replay)
             result["calibration"] = {"history": hist, "fitted": {k: float(v) for k, v in params.items()},
                                      "timing_literal": calibrate.timing_literal(params)}
             print(calibrate.timing_literal(params), file=sys.stderr)
@@ -183,7 +276,7 @@ def main(argv=None) -> int:
         for r in result["beside_measurements"]:
             print(f"{r['param']:<24} {r['measured']:>10.4g} {r['fitted']:>10.4g} {r['ratio']:>6.2f}"
                   f"{'' if r['within'] else '  (outside 1/1.5..1.5)'}")
-        rows = calibrate.evaluate(s, params)
+        rows = calibrate.evaluate(s, params, replay=a.replay)
         analytical_ladder(rows)
         result["accuracy"] = accuracy(rows)
         result["rows"] = rows

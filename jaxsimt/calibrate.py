@@ -132,11 +132,14 @@ class Group:
     share: jnp.ndarray
     total: jnp.ndarray
     index: list  # sample positions
+    fast_shape: Optional[timing.Shape] = None  # the fast replay's shape (`timing.fast_steps` of the group)
 
 
-def groups(samples: list[Sample]) -> list[Group]:
+def groups(samples: list[Sample], params: Optional[dict] = None) -> list[Group]:
     """Stack samples into groups of one replay shape (warp/block slots, schedulers, steps), padding the
-    per-kernel arrays, queues and simulated SMs to the group's largest."""
+    per-kernel arrays, queues and simulated SMs to the group's largest. params: the fast replay's steps
+    are those that cover each group's window with these parameters (`timing.stacked_replay`), else the
+    estimate `timing.fast_steps`."""
     by = {}
     for i, s in enumerate(samples):
         w = s.work
@@ -145,21 +148,33 @@ def groups(samples: list[Sample]) -> list[Group]:
     out = []
     for idx in by.values():
         shape, n_regs, kern, queues, n_queue, share, total = timing.stack([samples[i].work for i in idx])
-        out.append(Group(shape, n_regs, kern, queues, n_queue, share, total, idx))
+        steps = max(timing.fast_steps(dataclasses.replace(samples[i].work, shape=dataclasses.replace(
+            samples[i].work.shape, steps=shape.steps, inner=shape.inner))) for i in idx)
+        if params is not None:
+            _, steps = timing.stacked_replay([samples[i].work for i in idx], params, jnp.int32(1), "fast",
+                                             stacked=(shape, n_regs, kern, queues, n_queue, share, total),
+                                             with_steps=True)
+        out.append(Group(shape, n_regs, kern, queues, n_queue, share, total, idx,
+                         dataclasses.replace(shape, steps=steps)))
     return out
 
 
-def _group_cycles(params, g: Group, policy: int):
-    f = lambda k, q, n, sh, to: jnp.max(timing.replay_sms(params, k, q, n, sh, to, policy, g.shape, g.n_regs)["cycles"])  # noqa: E731
+def _group_cycles(params, g: Group, policy: int, replay: str = "exact"):
+    if replay == "fast":
+        cap = jnp.int32(g.shape.steps)
+        f = lambda k, q, n, sh, to: jnp.max(timing.replay_sms_fast(params, k, q, n, sh, to, policy, cap, g.fast_shape,  # noqa: E731
+                                                                   g.n_regs)["cycles"])
+    else:
+        f = lambda k, q, n, sh, to: jnp.max(timing.replay_sms(params, k, q, n, sh, to, policy, g.shape, g.n_regs)["cycles"])  # noqa: E731
     return jax.vmap(f)(g.kernels, g.queues, g.n_queue, g.share, g.total)
 
 
-def predict_cycles(params: dict, gs: list[Group], n: int, policy: str = "gto") -> jnp.ndarray:
-    """Predicted cycles of every sample [n] (a differentiable function of params)."""
+def predict_cycles(params: dict, gs: list[Group], n: int, policy: str = "gto", replay: str = "exact") -> jnp.ndarray:
+    """Predicted cycles of every sample [n] (a differentiable function of params); replay: `timing.run`'s."""
     pol = jnp.int32(timing.POLICIES.index(policy))
     out = jnp.zeros(n, jnp.float32)
     for g in gs:
-        out = out.at[jnp.asarray(g.index)].set(_group_cycles(params, g, pol))
+        out = out.at[jnp.asarray(g.index)].set(_group_cycles(params, g, pol, replay))
     return out
 
 
@@ -286,18 +301,20 @@ def constrained(base: dict, th: dict, max_factor: "float | dict" = MAX_FACTOR) -
 
 
 def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 0.08, prior: float = 0.02,
-        log=print, on_step=None, max_factor: float = MAX_FACTOR, from_measured: bool = False):
+        log=print, on_step=None, max_factor: float = MAX_FACTOR, from_measured: bool = False,
+        replay: str = "exact"):
     """Fit FIT (log scale, Adam) on the training samples. Returns (params, history of (step, loss, s)).
     on_step(step, params): called after every update (e.g. to save the parameters so far). from_measured:
     start from the micro-benchmark measurements and keep each measured field within MEASURED_FACTOR of
-    its measurement (`measured_start`)."""
+    its measurement (`measured_start`). replay: `timing.run`'s (the gradients go through it)."""
     import optax
 
     train = [s for s in samples if s.split == "train"]
-    gs = groups(train)
     base = timing.starting_params(arch)
     if from_measured:
         base, max_factor = measured_start(arch)
+    # the fast replay's steps: those covering each group's window at the starting parameters
+    gs = groups(train, constrained(base, {k: jnp.float32(0.0) for k in FIT}, max_factor) if replay == "fast" else None)
     theta = {k: jnp.float32(0.0) for k in FIT}
 
     # the micro-kernels' times also fix the launch overhead: time - busiest SM's cycles at the clock
@@ -315,7 +332,7 @@ def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 
 
     def loss(th):
         p = params_of(th)
-        cyc = predict_cycles(p, gs, len(train))
+        cyc = predict_cycles(p, gs, len(train), replay=replay)
         use_c, val = _targets(train)
         pred = jnp.where(jnp.asarray(use_c), cyc, timing.predicted_ms(cyc, p))
         err = jnp.log(pred / jnp.asarray(val, jnp.float32))
@@ -339,10 +356,10 @@ def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 
     return {k: v for k, v in params_of(theta).items()}, hist
 
 
-def evaluate(samples: list[Sample], params: dict) -> list[dict]:
+def evaluate(samples: list[Sample], params: dict, replay: str = "exact") -> list[dict]:
     """Per sample: measured and predicted cycles / ms and the relative error of the time."""
-    gs = groups(samples)
-    cyc = np.asarray(jax.jit(lambda p: predict_cycles(p, gs, len(samples)))(params), np.float64)
+    gs = groups(samples, params if replay == "fast" else None)
+    cyc = np.asarray(jax.jit(lambda p: predict_cycles(p, gs, len(samples), replay=replay))(params), np.float64)
     rows = []
     for s, c in zip(samples, cyc):
         ms = float(timing.predicted_ms(c, params))
