@@ -258,8 +258,8 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     res.inputs = {"kernel": kernel, "args": args, "regs": opts.regs, "local_bytes": opts.local_bytes,
                   "mode": opts.mode, "carveout": opts.carveout, "stack_depth": opts.stack_depth}
     if opts.timing:
-        from jaxsimt import timing as timing_model
-        res.timing = timing_model.attach(res, kernel, args, regs=opts.regs, local_bytes=opts.local_bytes,
+        from jaxsimt import launch_timing
+        res.timing = launch_timing.attach(res, kernel, args, regs=opts.regs, local_bytes=opts.local_bytes,
                                          mode=opts.mode)
     return res
 

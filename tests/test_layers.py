@@ -19,7 +19,7 @@ LAYERS = {
              "ptxops isa mma mma.layouts mma.ops mma.numerics mma.execute mma.fixture",
     "machine": "machine templates memstage sanitizer its stuck",
     "timing": "trace timing cost kscale timeline",
-    "run": "launch options validate_args batch shard compile_cache progress report command",
+    "run": "launch launch_timing options validate_args batch shard compile_cache progress report command",
     "front ends": "dsl tensor cuda ptx ptx.lexer ptx.parser ptx.ast ptx.opcodes ptx.operands ptx.lower "
                   "ptx.provenance ptx.sources ptx.run",
     "api": "",  # the package itself (jaxsimt/__init__.py): the public names
@@ -32,7 +32,6 @@ LAYERS = {
 
 # Upward imports still there: (importer, imported): why.
 KNOWN = {
-    ("jaxsimt.timing", "jaxsimt.launch"): "timing.for_launch traces a launch by launching it again",
     ("jaxsimt.launch", "jaxsimt.html_report"): "LaunchResult.report, the HTML report of a result",
 }
 
