@@ -38,7 +38,7 @@ def _subset_ref(x):
 SLOW = pytest.mark.slow
 
 
-@pytest.mark.parametrize("mode", ["stack", pytest.param("its", marks=SLOW)])
+@pytest.mark.parametrize("mode", [pytest.param("stack", marks=SLOW), pytest.param("its", marks=SLOW)])
 def test_pipeline_of_producer_and_consumer_warps(mode):
     x, args = _pipeline_args()
     r = js.ptx.launch(PTX, "bar_pipeline", 2, 128, args, mode=mode, counters=False)
@@ -58,6 +58,8 @@ def test_named_barrier_kernels_are_clean_under_every_check(entry):
     grid, block = (2, 128) if entry == "bar_pipeline" else (1, 256)
     r = js.ptx.launch(PTX, entry, grid, block, args, check="all", collect=True, counters=False)
     assert r.findings == [], [f.message for f in r.findings]
+    if entry == "bar_pipeline":  # and the right numbers (the run without checks: the slow test above)
+        np.testing.assert_array_equal(r.outputs["bar_pipeline_param_1"], 2 * args[0] + 1)
 
 
 # ---------------------------------------------------------------------------- the DSL's named barriers

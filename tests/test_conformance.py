@@ -40,7 +40,7 @@ def test_differences_names_what_differs():
 # under Independent Thread Scheduling: the same bits and every counter but the mode's own depth figure.
 CONVERGED = sorted(n for n, s in GOLDEN.items() if n in CASES and s.get(
     "smsp__sass_branch_targets_threads_divergent.sum", 0) == 0)
-QUICK_ITS = {"glob_ld_stride1", "gemm_naive_coalesced@64x64x64", "mma_truth_m16n8k16_f16_f32", "dsl_matmul_tiled"}
+QUICK_ITS = {"gemm_naive_coalesced@64x64x64", "dsl_matmul_tiled"}
 MODE_STATS = ("max_stack_depth", "emulator__max_pc_groups")  # the stack's depth, ITS's pc groups
 
 
