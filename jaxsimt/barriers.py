@@ -32,6 +32,14 @@ class Barriers(NamedTuple):
     need: jnp.ndarray  # [C, K] int32  the count the phase waits for; 0: every thread of the block
 
 
+def attrs(bar_id: int, threads: int = 0, arrive: bool = False) -> tuple:
+    """The attributes of a `bar` instruction (what both front ends emit, what `table` reads): barrier `bar_id`
+    (left out for 0), thread count `threads` (0: the whole block, left out), `arrive` for bar.arrive.
+    bar.sync 0 without a count has none, as `__syncthreads()` always had."""
+    return tuple(sorted(((("arrive", True),) if arrive else ()) + ((("barrier", bar_id),) if bar_id else ())
+                        + ((("threads", threads),) if threads else ())))
+
+
 class Table(NamedTuple):
     """Per block of the program [NB]: the barrier its terminator arrives at, the thread count (0: all of
     the block), and whether it only arrives (`bar.arrive`)."""

@@ -356,13 +356,12 @@ def bar_arrive(barrier: int, threads: int) -> None:
 
 
 def _barrier_attrs(name: str, barrier, threads, arrive: bool) -> tuple:
-    from jaxsimt.barriers import PTX_BARRIERS
+    from jaxsimt.barriers import PTX_BARRIERS, attrs
     if not isinstance(barrier, int) or not 0 <= barrier < PTX_BARRIERS:
         raise KernelTraceError(f"{name}: barrier must be an int in 0..{PTX_BARRIERS - 1}, got {barrier!r}")
     if (threads is None and arrive) or (threads is not None and (not isinstance(threads, int) or threads <= 0)):
         raise KernelTraceError(f"{name}: threads must be a positive int, got {threads!r}")
-    return tuple(sorted(((("arrive", True),) if arrive else ()) + ((("barrier", barrier),) if barrier else ())
-                        + ((("threads", threads),) if threads else ())))
+    return attrs(barrier, threads or 0, arrive)
 
 
 def _barrier(attrs: tuple) -> None:

@@ -176,32 +176,15 @@ class ItsMachine(Machine):
         div = sel & (kind == TermKind.BRANCH) & (taken != 0) & ((mask & ~taken) != 0)
         # a backward branch yields the warp to its other groups
         yielded = jnp.where(active, new_pc <= b, yielded)
-        C = g.ctas_per_wave
-        arriving = active & (kind == TermKind.BARRIER)  # [W, L]
-        bars = s.barriers
-        if self.any_barrier:  # each lane counts one thread (jaxsimt.barriers)
-            bars, clash = barriers.arrive(bars, arriving.reshape(C, -1), self.t_bar_id[b], self.t_bar_count[b], 1)
-            if findings:
-                findings = self.count_clash(findings, clash, self.t_pc[b], arriving, self.t_bar_count[b], wave)
-            arriving = arriving & ~self.t_bar_arrive[b]  # bar.arrive counts and goes on
+        arriving = active & (kind == TermKind.BARRIER)  # [W, L]; each lane counts one thread
+        bars, findings, arriving = self.barrier_arrive(s.barriers, findings, arriving, arriving, b, 1, wave)
         bar = lanes.bar | arriving
         exited = jnp.where(sel & (kind == TermKind.EXIT), s.exited | mask, s.exited)
         live = pcs != exit_pc
         # deadlock: live lanes, none ready (waiting at a barrier or held at a warp sync forever)
         dead = ~jnp.any(ready) & jnp.any(live)
         fault = fault.unless(dead, Fault.of(errors.DEADLOCK, wave))
-        # barrier release: a phase completes at its thread count, or without one when every live lane of the
-        # thread block waits at it
-        if self.any_barrier:
-            bars, freed, released = barriers.release(bars, bar.reshape(C, -1), (~live).reshape(C, -1))
-            freed = freed.reshape(bar.shape)
-            if findings:
-                findings = findings._replace(bar_block=jnp.where(arriving, b, findings.bar_block))
-                findings = self.sync_release(findings, freed, released, wave)
-                findings = self.never_completes(findings, dead, bar & ~freed,
-                                                barriers.short(bars, (bar & ~freed).reshape(C, -1)).reshape(bar.shape),
-                                                wave)
-            bar = bar & ~freed
+        bars, findings, bar = self.barrier_release(bars, findings, bar, ~live, arriving, b, dead, wave)
         groups = pc_groups(pcs, live, NB + 1)
         trace = s.trace
         if trace:

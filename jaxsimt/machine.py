@@ -704,16 +704,47 @@ class Machine:
         return sanitizer.record(f, errors.FaultCode.BARRIER_COUNTS, pc, lanes & clash[self.cta_of_warp][:, None],
                                 count, wave)
 
-    def never_completes(self, f, dead, waiting, counted, wave):
+    def never_completes(self, f, dead, waiting, bars, wave):
         """synccheck, when no warp of the wave can go on (`dead`): lanes waiting (`waiting` [W, L] or [W, 1])
-        at a barrier whose phase can no longer complete, with the threads it has counted (`counted`, -1 for
-        an uncounted barrier; the finding's address) (BARRIER_HANG). The launch reports the finding instead
+        at a barrier whose phase can no longer complete, with the threads it has counted (`barriers.short`, -1
+        for an uncounted barrier; the finding's address) (BARRIER_HANG). The launch reports the finding instead
         of a deadlock."""
         if "synccheck" not in self.options.check:
             return f
         stuck = dead & waiting & (f.bar_block >= 0)
+        counted = barriers.short(bars, waiting.reshape(self.geo.ctas_per_wave, -1)).reshape(waiting.shape)
         return sanitizer.record(f, errors.FaultCode.BARRIER_HANG, self.t_pc[jnp.maximum(f.bar_block, 0)], stuck,
                                 counted, wave)
+
+    # -- the barrier phases of a step, shared by both modes (units: warps [W] in stack mode, lanes [W, L] under
+    # ITS; jaxsimt.barriers) --
+    def barrier_arrive(self, bars, findings, units, lanes, b, weight: int, wave):
+        """The units `units` arriving at block b's barrier (its terminator), each counting `weight` threads;
+        `lanes` [W, L] their lanes. Returns (barriers, findings, the units that wait: bar.arrive counts and goes
+        on)."""
+        if not self.any_barrier:  # static
+            return bars, findings, units
+        bars, clash = barriers.arrive(bars, units.reshape(self.geo.ctas_per_wave, -1), self.t_bar_id[b],
+                                      self.t_bar_count[b], weight)
+        if findings:
+            findings = self.count_clash(findings, clash, self.t_pc[b], lanes, self.t_bar_count[b], wave)
+        return bars, findings, units & ~self.t_bar_arrive[b]
+
+    def barrier_release(self, bars, findings, waiting, done, waits, b, dead, wave):
+        """Release the `waiting` units whose barrier's phase completes (a counted one when its count is reached,
+        an uncounted one when every unit of the block not `done` waits at it); `waits` [W, L]: the lanes that
+        began waiting at block b this step. Returns (barriers, findings, the units still waiting)."""
+        if not self.any_barrier:  # static
+            return bars, findings, waiting
+        C = self.geo.ctas_per_wave
+        bars, freed, released = barriers.release(bars, waiting.reshape(C, -1), done.reshape(C, -1))
+        freed = freed.reshape(waiting.shape)
+        if findings:
+            per_lane = lambda x: x.reshape(self.geo.W, -1)  # noqa: E731 - [W] -> [W, 1], [W, L] stays
+            findings = findings._replace(bar_block=jnp.where(waits, b, findings.bar_block))
+            findings = self.sync_release(findings, per_lane(freed), released, wave)
+            findings = self.never_completes(findings, dead, per_lane(waiting & ~freed), bars, wave)
+        return bars, findings, waiting & ~freed
 
     def checked(self, code: int) -> bool:
         """Whether a fault of `code` is a finding of a check that is on (else it stops the run as a fault)."""
@@ -1056,7 +1087,6 @@ class Machine:
     # -- the shared part of a step: scheduling, terminators, stacks, barriers --
     def _step(self, s: State, wave, dyn: Dyn, fns) -> State:
         g, NB = self.geo, self.NB
-        C, P = g.ctas_per_wave, g.warps_per_block
         top_pc, _, top_mask = stack.top(s.stack)
         alive = s.stack.sp > 0
         ready = alive & ~s.waiting
@@ -1088,14 +1118,9 @@ class Machine:
         missing = self.unpack(live & ~mask & ~self.parked_for_exit(st, mask)) & at_bar[:, None]
         fault, findings = self.flag(fault, findings, errors.DIVERGENT_BARRIER, tpc, missing, 0, wave)
         st = stack.set_top_pc(st, at_bar, target)
-        bars = s.barriers
-        if self.any_barrier:
-            bars, clash = barriers.arrive(bars, at_bar.reshape(C, P), self.t_bar_id[b], self.t_bar_count[b],
-                                          g.warp_size)
-            if findings:
-                findings = self.count_clash(findings, clash, tpc, self.unpack(mask) & at_bar[:, None],
-                                            self.t_bar_count[b], wave)
-            at_bar = at_bar & ~self.t_bar_arrive[b]  # bar.arrive counts and goes on
+        # a warp's arrival counts the warp size, as the hardware counts it
+        bars, findings, at_bar = self.barrier_arrive(s.barriers, findings, at_bar, self.unpack(mask) & at_bar[:, None],
+                                                     b, g.warp_size, wave)
         waiting = waiting | at_bar
         # exit
         at_exit = sel & (kind == TermKind.EXIT)
@@ -1105,18 +1130,8 @@ class Machine:
         # deadlock: live warps, none ready
         dead = ~jnp.any(ready) & jnp.any(alive)
         fault = fault.unless(dead, Fault.of(errors.DEADLOCK, wave))
-        # barrier release (jaxsimt.barriers): a phase completes when its thread count is reached, or without a
-        # count when every unfinished warp of the block waits at it
-        if self.any_barrier:
-            bars, freed, released = barriers.release(bars, waiting.reshape(C, P), (~(st.sp > 0)).reshape(C, P))
-            freed = freed.reshape(-1)
-            if findings:
-                findings = findings._replace(bar_block=jnp.where(at_bar[:, None] & active, b, findings.bar_block))
-                findings = self.sync_release(findings, freed[:, None], released, wave)
-                findings = self.never_completes(findings, dead, (waiting & ~freed)[:, None],
-                                                barriers.short(bars, (waiting & ~freed).reshape(C, P)).reshape(-1)[:, None],
-                                                wave)
-            waiting = waiting & ~freed
+        bars, findings, waiting = self.barrier_release(bars, findings, waiting, ~(st.sp > 0), at_bar[:, None] & active,
+                                                       b, dead, wave)
         trace = s.trace
         if trace:
             tb, tm, tsp = trace

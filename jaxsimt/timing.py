@@ -122,22 +122,17 @@ def _class_tables(p: dict, nsch):
     return lat, issue
 
 
-def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: Shape, n_regs: int):
-    """Replay one SM: its queue [Q] of traced block ids (n_queue of them), its share of the chip's L2 and
-    DRAM bandwidth, `total` instructions its queue holds (for extrapolation). Returns a dict of results."""
+def _sm_start(p: dict, k: Kernel, queue, n_queue, share, shape: Shape, n_regs: int):
+    """What both replays of one SM start from: the warp slots' layout (slot j [WS]: its block slot, warp in
+    block, scheduler, whether a warp can be there), the class tables and the SM's bandwidth shares, the
+    first blocks of the queue in their slots and their start times, and the carry both replays keep.
+    Returns (layout dict, carry dict)."""
     WS, RB, NSCH = shape.warp_slots, shape.block_slots, shape.schedulers
-    NR = n_regs
     j = jnp.arange(WS, dtype=jnp.int32)
     wpb = k["wpb"]
     R = jnp.minimum(k["blocks"], RB)
     bslot = jnp.minimum(j // wpb, RB - 1)
     wib = j % wpb
-    valid = j < R * wpb
-    sched = j % NSCH
-    lat, issue = _class_tables(p, NSCH)
-    kind_t, thr_t = jnp.asarray(_KIND), jnp.asarray(_THROTTLE)
-    sectors_per_cycle_l2 = p["l2_bytes_per_cycle"] * share / 32.0
-    sectors_per_cycle_dram = p["dram_gbytes_per_s"] / p["clock_ghz"] * share / 32.0
     t0 = p["block_launch_cycles"]
     n_first = jnp.minimum(R, n_queue)
     rb = jnp.arange(RB, dtype=jnp.int32)
@@ -145,18 +140,37 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
     # the first blocks start block_dispatch_cycles apart (all at t0 without a dispatch limit)
     disp_dt = p["block_dispatch_cycles"]
     start0 = t0 + rb.astype(jnp.float32) * disp_dt
+    lat, issue = _class_tables(p, NSCH)
     f0 = jnp.float32(0)
-    c = dict(
+    layout = dict(
+        j=j, wpb=wpb, R=R, bslot=bslot, wib=wib, valid=j < R * wpb, sched=j % NSCH, rb=rb, lat=lat, issue=issue,
+        kind_t=jnp.asarray(_KIND), thr_t=jnp.asarray(_THROTTLE),
+        sectors_per_cycle_l2=p["l2_bytes_per_cycle"] * share / 32.0,
+        sectors_per_cycle_dram=p["dram_gbytes_per_s"] / p["clock_ghz"] * share / 32.0,
+        t0=t0, disp_dt=disp_dt, slot_tb=slot_tb, start0=start0, f0=f0)
+    carry = dict(
         t_sched=jnp.zeros(NSCH, jnp.float32), last=jnp.full(NSCH, -1, jnp.int32),
         pipe=jnp.zeros((NSCH, tr.N_CLASSES), jnp.float32), mio=f0, l1=f0, l2=f0, dram=f0,
         slot_tb=slot_tb, slot_start=start0, qnext=n_first,
         disp=t0 + (n_first - 1).astype(jnp.float32) * disp_dt,  # when the SM last started a block
         pos=jnp.zeros(WS, jnp.int32), wfree=start0[bslot], wreason=jnp.full(WS, NOINST, jnp.int32),
-        last_issue=start0[bslot] - 1.0, reg_t=jnp.zeros((WS, NR), jnp.float32),
-        reg_k=jnp.full((WS, NR), WAIT, jnp.int32), bar=jnp.zeros(WS, bool), bar_t=jnp.zeros(WS, jnp.float32),
+        last_issue=start0[bslot] - 1.0, reg_t=jnp.zeros((WS, n_regs), jnp.float32), bar=jnp.zeros(WS, bool),
         done=jnp.zeros(WS, bool), wend=jnp.zeros(WS, jnp.float32), age=(bslot * wpb + wib).astype(jnp.int32),
-        stall=jnp.zeros((WS, len(REASONS)), jnp.float32), end_t=f0, occ=f0, issued=jnp.int32(0),
-    )
+        stall=jnp.zeros((WS, len(REASONS)), jnp.float32), end_t=f0, occ=f0, issued=jnp.int32(0))
+    return layout, carry
+
+
+def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: Shape, n_regs: int):
+    """Replay one SM: its queue [Q] of traced block ids (n_queue of them), its share of the chip's L2 and
+    DRAM bandwidth, `total` instructions its queue holds (for extrapolation). Returns a dict of results."""
+    WS, RB, NSCH = shape.warp_slots, shape.block_slots, shape.schedulers
+    NR = n_regs
+    lo, c = _sm_start(p, k, queue, n_queue, share, shape, n_regs)
+    (j, wpb, R, bslot, wib, valid, sched, rb, lat, issue, kind_t, thr_t, sectors_per_cycle_l2, sectors_per_cycle_dram,
+     t0, disp_dt, slot_tb, start0, f0) = (lo[x] for x in (
+        "j", "wpb", "R", "bslot", "wib", "valid", "sched", "rb", "lat", "issue", "kind_t", "thr_t",
+        "sectors_per_cycle_l2", "sectors_per_cycle_dram", "t0", "disp_dt", "slot_tb", "start0", "f0"))
+    c = dict(c, reg_k=jnp.full((WS, NR), WAIT, jnp.int32), bar_t=jnp.zeros(WS, jnp.float32))
 
     def step(c, _):
         tb = c["slot_tb"][bslot]
@@ -352,25 +366,12 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
     WS, RB, NSCH = shape.warp_slots, shape.block_slots, shape.schedulers
     NR, NLOC = n_regs, WS // NSCH
     NW, L = k["pcs"].shape
-    j = jnp.arange(WS, dtype=jnp.int32)
-    wpb = k["wpb"]
-    R = jnp.minimum(k["blocks"], RB)
-    bslot = jnp.minimum(j // wpb, RB - 1)
-    wib = j % wpb
-    valid = j < R * wpb
-    sched = j % NSCH
-    rb = jnp.arange(RB, dtype=jnp.int32)
+    lo, c = _sm_start(p, k, queue, n_queue, share, shape, n_regs)
+    (j, wpb, R, bslot, wib, valid, sched, rb, lat, issue, kind_t, thr_t, sectors_per_cycle_l2, sectors_per_cycle_dram,
+     t0, disp_dt, slot_tb, start0, f0) = (lo[x] for x in (
+        "j", "wpb", "R", "bslot", "wib", "valid", "sched", "rb", "lat", "issue", "kind_t", "thr_t",
+        "sectors_per_cycle_l2", "sectors_per_cycle_dram", "t0", "disp_dt", "slot_tb", "start0", "f0"))
     n_members = jnp.sum(valid[None, :] & (bslot[None, :] == rb[:, None]), axis=1)  # [RB]
-    lat, issue = _class_tables(p, NSCH)
-    kind_t, thr_t = jnp.asarray(_KIND), jnp.asarray(_THROTTLE)
-    sectors_per_cycle_l2 = p["l2_bytes_per_cycle"] * share / 32.0
-    sectors_per_cycle_dram = p["dram_gbytes_per_s"] / p["clock_ghz"] * share / 32.0
-    t0 = p["block_launch_cycles"]
-    n_first = jnp.minimum(R, n_queue)
-    slot_tb = jnp.where(rb < n_first, queue[jnp.minimum(rb, queue.shape[0] - 1)], -1)
-    disp_dt = p["block_dispatch_cycles"]
-    start0 = t0 + rb.astype(jnp.float32) * disp_dt
-    f0 = jnp.float32(0)
     first_pc = lambda stb: jnp.maximum(k["pcs"][jnp.clip(stb[bslot] * wpb + wib, 0, NW - 1), 0], 0)  # noqa: E731
     lrow = jnp.arange(NLOC, dtype=jnp.int32)[:, None]
     jl = j.reshape(NLOC, NSCH)
@@ -381,14 +382,7 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
     reg_ids = jnp.arange(NR, dtype=jnp.int32)[None, :]
     reason_ids = jnp.arange(len(REASONS), dtype=jnp.int32)[None, :]
     c = dict(
-        t_sched=jnp.zeros(NSCH, jnp.float32), last=jnp.full(NSCH, -1, jnp.int32),
-        pipe=jnp.zeros((NSCH, tr.N_CLASSES), jnp.float32), mio=f0, l1=f0, l2=f0, dram=f0,
-        slot_tb=slot_tb, slot_start=start0, qnext=n_first,
-        disp=t0 + (n_first - 1).astype(jnp.float32) * disp_dt,
-        pos=jnp.zeros(WS, jnp.int32), wfree=start0[bslot], wreason=jnp.full(WS, NOINST, jnp.int32),
-        last_issue=start0[bslot] - 1.0, reg_t=jnp.zeros((WS, NR), jnp.float32), bar=jnp.zeros(WS, bool),
-        done=jnp.zeros(WS, bool), wend=jnp.zeros(WS, jnp.float32), age=(bslot * wpb + wib).astype(jnp.int32),
-        stall=jnp.zeros((WS, len(REASONS)), jnp.float32), end_t=f0, occ=f0, issued=jnp.int32(0), t_last=f0,
+        c, t_last=f0,
         # each warp's next instruction, and its scoreboard: ready time and kind of its latest source / dest
         npc=first_pc(slot_tb), ndep=jnp.zeros(WS, jnp.float32), nkind=jnp.full(WS, WAIT, jnp.int32),
         # per register: 16 x the block epoch of its warp slot when written + the scoreboard kind; a new

@@ -20,6 +20,7 @@ import numpy as np
 
 from jaxsimt import types as T
 from jaxsimt.barriers import PTX_BARRIERS
+from jaxsimt.barriers import attrs as barrier_attrs
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
                              SourceLoc, Terminator, finalize)
 from jaxsimt.ptx import ast, provenance
@@ -550,9 +551,7 @@ class _Lowerer:
             self.fail(ins, f"barrier thread count {threads} must be positive")
         if mods == {"arrive"} and len(vals) < 2:
             self.fail(ins, "bar.arrive needs a thread count")
-        attrs = tuple(sorted(((("arrive", True),) if mods == {"arrive"} else ())
-                             + ((("barrier", bar_id),) if bar_id else ()) + ((("threads", threads),) if threads else ())))
-        self.terminate(BARRIER, instr=Instr("bar", (), (), attrs, loc))
+        self.terminate(BARRIER, instr=Instr("bar", (), (), barrier_attrs(bar_id, threads, mods == {"arrive"}), loc))
 
     def call(self, ins, ctx, loc):
         rets, target, argl = ins.operands[:3]
