@@ -222,6 +222,37 @@ def _machine(prog: Program, geo: Geometry, layout: Layout, options: Options, mod
     return cache[key]
 
 
+# A launch runs on an already compiled machine of its kernel whose wave holds up to this many times the blocks it
+# asks for (or whose memory image is up to this many times larger): a driver whose grids shrink (LU, Gaussian
+# elimination) then compiles once, while a wave far larger than the work would make every step cost more.
+REUSE_FACTOR = 8
+REUSE_THREADS = 16384  # ... or up to this many threads, where a step costs little whatever its warps
+
+
+def reusable_shape(prog: Program, mode: str, geo: Geometry, layout: Layout, options: Options,
+                   auto_optimize: bool, local_bytes: int = 0) -> tuple:
+    """(geometry, layout, options) of the launch: those of the smallest machine of `prog` already built whose
+    wave holds `geo`'s blocks (within REUSE_FACTOR, or REUSE_THREADS threads) and whose memory holds `layout`'s
+    (within REUSE_FACTOR), with the same block, stack,
+    frames and options (the optimisation level too unless it was left to the launch); else the ones asked."""
+    best = None
+    most = max(REUSE_FACTOR * geo.ctas_per_wave, REUSE_THREADS // max(geo.threads_per_block * geo.items, 1))
+    if local_bytes:  # every thread of a wave holds its local frame
+        most = min(most, max(geo.ctas_per_wave, LOCAL_BYTES_PER_WAVE // (geo.W // geo.ctas_per_wave * geo.warp_size
+                                                                         * local_bytes)))
+    for (g, lay, o, md) in prog.__dict__.get("_machines", {}):
+        if (md != mode or g.block != geo.block or g.warp_size != geo.warp_size or g.depth != geo.depth
+                or g.items != geo.items or not geo.ctas_per_wave <= g.ctas_per_wave <= most
+                or lay.shared_words != layout.shared_words or lay.local_words != layout.local_words
+                or not layout.global_words <= lay.global_words <= REUSE_FACTOR * layout.global_words
+                or o != (options._replace(optimize=o.optimize) if auto_optimize else options)):
+            continue
+        cost = (g.ctas_per_wave, lay.global_words)
+        if best is None or cost < best[0]:
+            best = (cost, (g, lay, o))
+    return (geo, layout, options) if best is None else best[1]
+
+
 def check_mode(prog: Program, arch: Arch, mode: str) -> None:
     """Raise LaunchConfigError for an unknown execution mode or ITS on an architecture without it."""
     if mode not in MODES:
@@ -323,14 +354,6 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     cpw = min(_pow2(cpw), _pow2(fused.size)) if blocks_per_wave is None else min(cpw, fused.size)
     while blocks_per_wave is None and cpw > 1 and cpw * wpb * arch.warp_size * local_bytes > LOCAL_BYTES_PER_WAVE:
         cpw //= 2  # every thread of a wave holds its local frame: fewer blocks per wave for large frames
-    n_waves = -(-fused.size // cpw)
-    geo = Geometry(block, arch.warp_size, cpw, stack_depth, n_items)
-    default_budget = max_steps is None
-    if default_budget:
-        max_steps = default_max_steps(prog, cpw * wpb)
-    elif isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
-        raise errors.LaunchConfigError(f"kernel {prog.name}: max_steps must be a positive integer, got {max_steps!r}")
-    max_steps = int(max_steps)
     bases, sizes, end = [], [], None
     for arrays, _ in items:
         b, sz, end = _layout(prog, arrays, arch, end)
@@ -343,15 +366,28 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     if not data:
         words = 1024  # counters only: the layout's addresses are real, the memory is not there
     layout = Layout(words, -(-prog.shared_bytes // 4), -(-int(local_bytes) // 4))
-    if optimize is None:  # full optimisation where run time dominates: big waves, and batches (~2x faster)
+    auto_optimize = optimize is None
+    if auto_optimize:  # full optimisation where run time dominates: big waves, and batches (~2x faster)
         optimize = cpw * wpb * arch.warp_size > 32768 or n_items >= 16
     regs_used = regs if regs is not None else estimate_registers(prog)
     occ = occupancy(arch, tpb, regs_used, prog.shared_bytes, _carveout(prog, arch, carveout))
-    options = Options(trace_steps=max_steps if trace else 0,
+    default_budget = max_steps is None
+    if not default_budget and (isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer))
+                               or max_steps < 1):
+        raise errors.LaunchConfigError(f"kernel {prog.name}: max_steps must be a positive integer, got {max_steps!r}")
+    options = Options(trace_steps=0,
                       arch=arch if counters else None, optimize=bool(optimize), data=bool(data), target=arch,
                       ro_cache=rocache.shape(arch, rocache.cache_bytes(arch, occ["shared_mem_per_sm"]))
                       if rocache.used_by(prog) else None, compile_budget=compile_budget, check=checks,
                       collect=bool(collect))
+    geo = Geometry(block, arch.warp_size, cpw, stack_depth, n_items)
+    if blocks_per_wave is None and machine is None and devices is None and not trace:
+        geo, layout, options = reusable_shape(prog, mode, geo, layout, options, auto_optimize, int(local_bytes))
+        cpw, words = geo.ctas_per_wave, layout.global_words
+    n_waves = -(-fused.size // cpw)
+    max_steps = int(default_max_steps(prog, cpw * wpb) if default_budget else max_steps)
+    if trace:
+        options = options._replace(trace_steps=max_steps)
 
     gmem = np.zeros(words * 4, np.uint8)
     periodic = _periodic(prog, items, bases) if data else {}

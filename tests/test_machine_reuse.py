@@ -65,3 +65,36 @@ def test_a_driver_loop_of_changing_grids_scalars_and_budgets_compiles_once_per_s
     assert all(len(m._executables) == 1 for m in machines)
     assert sum(first) == len({(m.geo.ctas_per_wave, m.layout.global_words) for m in machines}) <= 10, first
     assert loop() == [0] * 24
+
+
+def test_shrinking_grids_run_on_the_first_launchs_machine():
+    """A driver whose grids shrink (LU, Gaussian elimination) compiles once: a smaller grid runs on the machine
+    built for a larger one, its wave padded with finished blocks; a grid far smaller than that wave (more than
+    `REUSE_FACTOR` times, and past `REUSE_THREADS` threads) gets a machine of its own."""
+    from jaxsimt.launch import REUSE_FACTOR, REUSE_THREADS
+
+    @js.kernel
+    def scale(x: Ptr[f32], a: f32, n: js.s32):
+        i = js.global_thread_index()
+        with js.if_(i < n):
+            x[i] = x[i] * a
+
+    big = 1024
+    x = np.arange(big * 64, dtype=np.float32)
+    counts = []
+    for blocks in (16, 11, 8, 5, 3, 2, 1):
+        n = blocks * 64 - 7
+        r = js.launch(scale, blocks, 64, [x, np.float32(2.0), np.int32(n)], counters=False)
+        want = x.copy()
+        want[:n] *= 2
+        np.testing.assert_array_equal(r["x"], want)
+        counts.append(r.compiles)
+    assert counts == [1, 0, 0, 0, 0, 0, 0]
+    assert 16 * 64 <= REUSE_THREADS
+    # a grid of 1,024 blocks is larger than any machine so far: a new one; one block after it runs on the
+    # smallest machine that holds it (16 blocks), not on the 1,024-block one (past both limits)
+    assert 1024 > REUSE_FACTOR and 1024 * 64 > REUSE_THREADS
+    assert js.launch(scale, big, 64, [x, np.float32(2.0), np.int32(big * 64)], counters=False).compiles == 1
+    r = js.launch(scale, 1, 64, [x, np.float32(2.0), np.int32(64)], counters=False)
+    assert r.compiles == 0 and r["x"][:64].tolist() == (x[:64] * 2).tolist()
+    assert sorted(m.geo.ctas_per_wave for m in scale.program.__dict__["_machines"].values()) == [16, 1024]
