@@ -20,6 +20,7 @@ item (`Machine.tally`) as they are counted.
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
@@ -517,12 +518,29 @@ class _TemplateExec(_Exec):
 
 def compiler_options(optimize: bool) -> dict:
     """XLA options of a wave's compilation. Without `optimize` the backend does no optimisation passes (small
-    launches compile ~3x faster). On a CPU, XLA's classic loop emitters replace its newer fusion emitters:
-    the machine's many small fusions compile ~35% faster that way and run as fast (docs/performance.md)."""
+    launches compile ~3x faster). On a CPU, where this XLA still has them, its classic loop emitters replace its
+    newer fusion emitters: the machine's many small fusions compile ~35% faster that way and run as fast
+    (docs/performance.md)."""
     opts: dict = {} if optimize else {"xla_backend_optimization_level": 0}
-    if jax.default_backend() == "cpu":
-        opts["xla_cpu_use_fusion_emitters"] = False
+    if jax.default_backend() == "cpu" and _has_compile_option(_CLASSIC_EMITTERS):
+        opts[_CLASSIC_EMITTERS] = False
     return opts
+
+
+_CLASSIC_EMITTERS = "xla_cpu_use_fusion_emitters"
+
+
+@functools.lru_cache(maxsize=None)
+def _has_compile_option(name: str) -> bool:
+    """Whether this XLA knows the boolean compile option `name` (newer versions dropped some): one tiny
+    compilation, once per process."""
+    try:
+        jax.jit(lambda x: x + 1).lower(jnp.int32(0)).compile(compiler_options={name: False})
+    except Exception as e:  # noqa: BLE001 - XLA says "No such compile option" as a runtime error
+        if "compile option" in str(e):
+            return False
+        raise
+    return True
 
 
 def reinterpret(x, src: T.DType, dst: T.DType):
