@@ -232,7 +232,8 @@ def test_fma_and_mul_add_round_differently():
     assert np.any(r["fused"] != r["unfused"])
 
 
-@pytest.mark.parametrize("case", ["walk", "histogram", "tiled"])
+@pytest.mark.parametrize("case", ["walk", pytest.param("histogram", marks=pytest.mark.slow),
+                                  pytest.param("tiled", marks=pytest.mark.slow)])
 def test_jit_and_nojit_identical(case):
     if case == "walk":
         args, k, g, b = (np.zeros(32, np.int32),), walk, 1, 32

@@ -44,7 +44,7 @@ def _both(arch, p, policy="gto"):
             for r in ("exact", "fast")]
 
 
-@pytest.mark.parametrize("policy", ["gto", "lrr"])
+@pytest.mark.parametrize("policy", [pytest.param("gto", marks=pytest.mark.slow), "lrr"])
 def test_one_scheduler_the_fast_replay_is_the_exact_one(policy):
     for case, exact, fast in zip(CASES, *_both(ARCH, params(block_dispatch_cycles=3.0), policy)):
         for k, v in exact.items():
