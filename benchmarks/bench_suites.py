@@ -169,8 +169,10 @@ def markdown_kernels(rep: dict) -> str:
 
 def cmd_report(a):
     rep = report(a.raw)
-    os.makedirs(os.path.join(ROOT, "benchmarks", "results"), exist_ok=True)
-    with open(os.path.join(ROOT, "benchmarks", "results", "suites_cpu.json"), "w") as f:
+    if a.machine:
+        rep["machine"] = a.machine
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
         json.dump(rep, f, indent=1)
     print(markdown(rep))
     if a.kernels:
@@ -190,6 +192,8 @@ def main(argv=None):
     p = sub.add_parser("report")
     p.add_argument("--raw", default=DEFAULT_RAW)
     p.add_argument("--kernels", action="store_true", help="also the per-kernel timing table")
+    p.add_argument("--machine", default=None, help="where `run` ran (default: this machine's name and cores)")
+    p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "suites_cpu.json"))
     a = ap.parse_args(argv)
     (cmd_run if a.cmd == "run" else cmd_report)(a)
 
