@@ -585,7 +585,7 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
         for j, outer in enumerate(blk.all_instrs()):
             pc = pc0 + j
             ins = outer.operation  # a predicated (guarded) instruction counts as its inner op
-            row = {"pc": pc, "block": blk.index if blk.origin is None else blk.origin, "op": ins.op, "line": ins.loc.line if ins.loc else 0,
+            row = {"pc": pc, "block": blk.origin_of(j), "op": ins.op, "line": ins.loc.line if ins.loc else 0,
                    "source": ins.loc.text.strip() if ins.loc else "",
                    "warp_exec": int(warp_exec[blk.index]), "thread_exec": int(thread_exec[blk.index])}
             if outer is blk.term.instr and blk.term.kind == BRANCH:  # the block's branch: its divergent executions

@@ -32,7 +32,7 @@ from jax import lax
 
 from jaxsimt import barriers, constcache, errors, exact, generic, isa, lsu, memstage, memstats, rocache, sanitizer, stack, templates
 from jaxsimt import types as T
-from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Program, Reg, Terminator,
+from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Program, Reg, Terminator, merge_straight,
                               cross_block_registers)
 
 # Per-instruction memory counters (columns of State.mem)
@@ -638,9 +638,11 @@ class Machine:
 
     @staticmethod
     def prepare(program: Program, options: Options) -> Program:
-        """The program as this machine runs it: its blocks assigned to the compiled and interpreted tiers and
-        cut after every instruction of the memory stage (`memstage.split`)."""
-        return memstage.split(templates.plan(program, options.compile_budget), Machine.memory_ops(options))
+        """The program as this machine runs it: straight runs of blocks merged (`merge_straight`: fewer steps),
+        its blocks assigned to the compiled and interpreted tiers and cut after every instruction of the memory
+        stage (`memstage.split`)."""
+        merged = merge_straight(program)
+        return memstage.split(templates.plan(merged, options.compile_budget), Machine.memory_ops(options))
 
     @property
     def uses_shadow(self) -> bool:

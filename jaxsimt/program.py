@@ -116,9 +116,16 @@ class Block:
     term: Terminator
     interpret: bool = False  # run by the interpreter tier (jaxsimt.templates), not compiled on its own
     origin: Optional[int] = None  # the front end's block this one was cut from by the tier plan (None: itself)
+    origins: tuple = ()  # the front end's block of each of all_instrs(), where blocks were merged (empty: origin)
 
     def all_instrs(self) -> list[Instr]:
         return self.instrs + ([self.term.instr] if self.term.instr is not None else [])
+
+    def origin_of(self, j: int) -> int:
+        """The front end's block of instruction j of all_instrs()."""
+        if self.origins:
+            return self.origins[j]
+        return self.index if self.origin is None else self.origin
 
 
 @dataclass(frozen=True)
@@ -376,7 +383,8 @@ def recut(program: Program, pieces: list) -> Program:
     """The program with each block b replaced by the consecutive blocks `pieces[b]`, a list of
     (instructions, interpret) pairs whose instructions together are b's, in order: every piece but the last
     falls through to the next, the last keeps b's terminator. Branch targets are remapped; the order of the
-    instructions (so every pc) is unchanged; each piece's `origin` is b's front-end block."""
+    instructions (so every pc) is unchanged; each piece's origin is b's front-end block (per instruction
+    where b was merged from several)."""
     first, k = {}, 0
     for b, parts in zip(program.blocks, pieces):
         first[b.index] = k
@@ -388,19 +396,76 @@ def recut(program: Program, pieces: list) -> Program:
 
     blocks = []
     for b, parts in zip(program.blocks, pieces):
+        done = 0
         for j, (instrs, interp) in enumerate(parts):
             idx = first[b.index] + j
-            if j + 1 < len(parts):
+            last = j + 1 == len(parts)
+            if not last:
                 term = Terminator(FALL, idx + 1)
             else:
                 t = b.term
                 term = replace(t, target=remap(t.target), fallthrough=remap(t.fallthrough), reconv=remap(t.reconv))
+            n = len(instrs) + (1 if last and term.instr is not None else 0)
+            origins = tuple(b.origin_of(done + i) for i in range(n)) if b.origins else ()
+            done += len(instrs)
             blocks.append(Block(idx, list(instrs), term, interpret=interp,
-                                origin=b.index if b.origin is None else b.origin))
+                                origin=b.index if b.origin is None else b.origin, origins=origins))
+    return _with_blocks(program, blocks)
+
+
+def _with_blocks(program: Program, blocks: list) -> Program:
     out = replace(program, blocks=blocks)
     # front-end extras (e.g. the PTX lowering's hidden arrays and local frame) stay with the program
     out.__dict__.update({k: v for k, v in program.__dict__.items() if k not in out.__dict__ and k != "_machines"})
     return out
+
+
+def merge_straight(program: Program, limit: Optional[int] = None) -> Program:
+    """The program with every block that only falls through into the next one merged with it, where that next
+    block has no other predecessor and no branch reconverges at it, up to `limit` instructions a block
+    (default MAX_BLOCK_INSTRUCTIONS): one machine step then runs both (a loop body and its increment, say). Instructions, their order (so every pc) and what each executes are unchanged:
+    such a pair always runs with the same lanes, one after the other."""
+    blocks, exit_ = program.blocks, program.exit_index
+    preds = [0] * (exit_ + 1)
+    reconv = set()
+    for b in blocks:
+        for t in b.term.successors(exit_):
+            preds[t] += 1
+        if b.term.kind == BRANCH:
+            reconv.add(b.term.reconv)
+    limit = limit or MAX_BLOCK_INSTRUCTIONS
+    chains: list[list[Block]] = []
+    for b in blocks:
+        prev = chains[-1][-1] if chains else None
+        if (prev is not None and sum(len(c.instrs) for c in chains[-1]) + len(b.instrs) <= limit
+                and prev.term.kind == FALL and prev.term.instr is None and prev.term.target == b.index
+                and preds[b.index] == 1
+                and b.index not in reconv and not prev.interpret and not b.interpret):
+            chains[-1].append(b)
+        else:
+            chains.append([b])
+    if len(chains) == len(blocks):
+        return program
+    first = {}
+    for k, chain in enumerate(chains):
+        for b in chain:
+            first[b.index] = k
+    first[exit_] = len(chains)
+
+    def remap(t: int) -> int:
+        return first[t] if t >= 0 else t
+
+    out = []
+    for k, chain in enumerate(chains):
+        t = chain[-1].term
+        term = replace(t, target=remap(t.target), fallthrough=remap(t.fallthrough), reconv=remap(t.reconv))
+        instrs = [i for b in chain for i in b.instrs]
+        origins = tuple(b.origin_of(j) for b in chain for j in range(len(b.all_instrs()))) if len(chain) > 1 \
+            else chain[0].origins
+        head = chain[0]
+        out.append(Block(k, instrs, term, interpret=head.interpret,
+                         origin=head.index if head.origin is None else head.origin, origins=origins))
+    return _with_blocks(program, out)
 
 
 def cross_block_registers(program: Program) -> list[int]:

@@ -321,10 +321,13 @@ def test_partial_warp_lanes_start_inactive(arch):
     assert r.stats["simd_efficiency"] == pytest.approx(40 / 64)
 
 
-def test_long_blocks_split_into_fall_through_chains():
+def test_long_blocks_split_into_fall_through_chains(monkeypatch):
     """A straight line longer than the block limit runs as a chain of blocks: same results, same
-    instruction counts, one extra step per extra chunk."""
+    instruction counts, one extra step per extra chunk. The machine merges chains of at most
+    MAX_BLOCK_INSTRUCTIONS back into one block (`merge_straight`): then no extra step."""
     import copy
+
+    from jaxsimt import machine as machine_mod
 
     from jaxsimt.program import finalize, split_long_blocks
 
@@ -350,4 +353,11 @@ def test_long_blocks_split_into_fall_through_chains():
     np.testing.assert_array_equal(a["y"], b["y"])
     for key in ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "simd_efficiency"):
         assert a.stats[key] == b.stats[key], key
-    assert b.stats["emulator__steps"] - a.stats["emulator__steps"] == (longest - 1) // 5
+    assert b.stats["emulator__steps"] == a.stats["emulator__steps"]  # merged back: one block again
+    monkeypatch.setattr(machine_mod, "merge_straight", lambda p: p)
+    split.__dict__.pop("_machines")  # machines are kept on the program: build a new one
+    c = js.launch(split, 2, 64, (x, np.zeros_like(x), 100))
+    np.testing.assert_array_equal(a["y"], c["y"])
+    for key in ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "simd_efficiency"):
+        assert a.stats[key] == c.stats[key], key
+    assert c.stats["emulator__steps"] - a.stats["emulator__steps"] == (longest - 1) // 5
