@@ -1180,14 +1180,18 @@ class Machine:
 
     def parked_for_exit(self, st, mask):
         """[W] uint32: lanes not in the top entry `mask` that wait in a lower stack entry at a block that does
-        nothing but exit (an early `return` before a later barrier: the lanes only wait there to exit, and
-        exited threads do not hold a barrier up on Volta and later)."""
+        nothing but exit and in no entry with work left (an early `return` before a later barrier: the lanes only
+        wait there to exit, and exited threads do not hold a barrier up on Volta and later)."""
         if not self.any_barrier:  # static: a kernel without barriers never asks
             return jnp.zeros_like(mask)
         D = st.pc.shape[1]
         below = jnp.arange(D)[None, :] < (st.sp - 1)[:, None]
-        parked = below & self.exit_only[jnp.clip(st.pc, 0, self.NB)]
-        return jnp.bitwise_or.reduce(jnp.where(parked, st.mask, jnp.uint32(0)), axis=1) & ~mask
+        at_exit = self.exit_only[jnp.clip(st.pc, 0, self.NB)]
+        parked = jnp.bitwise_or.reduce(jnp.where(below & at_exit, st.mask, jnp.uint32(0)), axis=1)
+        # a reconvergence entry at the exit holds every lane of its branch, also those whose path has still
+        # to run (in an entry of its own): only lanes in no such entry are waiting to exit
+        pending = jnp.bitwise_or.reduce(jnp.where(below & ~at_exit, st.mask, jnp.uint32(0)), axis=1)
+        return parked & ~pending & ~mask
 
     def item_max(self, x, item):
         """[W] int32 -> [I] maxima per batch item (items without a warp here: int32 min)."""
