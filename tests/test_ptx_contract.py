@@ -1,6 +1,6 @@
 """ptxas-style contraction: a plain PTX `mul` whose result only a later plain `add`/`sub` reads runs as
-one fma (one rounding), as the H200's SASS shows; `.rn` forms, products read twice, `contract=False` and
-the DSL's mul then add keep two roundings."""
+one fma (one rounding), as the H200's SASS shows; `.rn` forms, a product also stored, `contract=False` and
+the DSL's mul then add keep two roundings (the whole rule against ptxas: test_ptx_contract_rule.py)."""
 from fractions import Fraction
 
 import numpy as np

@@ -23,7 +23,7 @@ from jaxsimt.barriers import PTX_BARRIERS
 from jaxsimt.barriers import attrs as barrier_attrs
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
                              SourceLoc, Terminator, finalize)
-from jaxsimt.ptx import ast, provenance
+from jaxsimt.ptx import ast, contract, provenance
 from jaxsimt.ptx import sources
 from jaxsimt.ptx.errors import PtxUnsupportedError
 from jaxsimt.ptx.opcodes import check_supported
@@ -326,65 +326,8 @@ class _Lowerer:
         return self.build()
 
     def contract_mul_add(self):
-        """Fuse what ptxas fuses (checked in the H200's SASS): a plain `mul` whose result is read only by
-        one later plain `add`/`sub` of the same type in the same block, neither predicated, the product's
-        operands unchanged in between, becomes one `fma` at the add (one rounding). a*b - c is
-        fma(a, b, -c) and c - a*b is fma(-a, b, c): negation is exact. `.rn` forms are never fused."""
-        uses: dict = {}
-        for _, instrs, t in self.blocks:
-            for ins in instrs:
-                for r in ins.src:
-                    if isinstance(r, Reg):
-                        uses[r.index] = uses.get(r.index, 0) + 1
-            if t is not None and isinstance(t[2], Reg):
-                uses[t[2].index] = uses.get(t[2].index, 0) + 1
-        for blk in self.blocks:
-            instrs = blk[1]
-            out, dead, fused = list(instrs), set(), set()  # fused: adds that already took a product
-            for i, mul in enumerate(instrs):
-                if mul.op != "mul" or id(mul) not in self.contractible or uses.get(mul.dst[0].index) != 1:
-                    continue
-                d = mul.dst[0]
-                watch = {d.index} | {r.index for r in mul.src if isinstance(r, Reg)}
-                for j in range(i + 1, len(instrs)):
-                    nxt = instrs[j]
-                    reads = [k for k, r in enumerate(nxt.src) if isinstance(r, Reg) and r.index == d.index]
-                    if reads:
-                        # a*b - c*d takes one product (the first in program order) into its fma; the
-                        # other stays a plain mul
-                        if (nxt.op in ("add", "sub") and id(nxt) in self.contractible and len(reads) == 1
-                                and nxt.attr("type") == mul.attr("type") and j not in fused):
-                            out[j] = self._fused(mul, nxt, reads[0])
-                            dead.add(i)
-                            fused.add(j)
-                        break
-                    if any(r.index in watch for r in nxt.dst):
-                        break
-            flat = []  # a fused add is a list (a negation, then the fma)
-            for k, ins in enumerate(out):
-                if k not in dead:
-                    flat.extend(ins if isinstance(ins, list) else [ins])
-            blk[1] = flat
-
-    def _fused(self, mul, add, k):
-        """The instructions replacing `add` (reading mul's result as its operand k) by one fma."""
-        a, b = mul.src
-        c = add.src[1 - k]
-        t = T.BY_NAME[mul.attr("type")]
-        pre = []
-
-        def neg(x):
-            if isinstance(x, Imm):
-                return Imm(-x.value, x.dtype)
-            r = self.temp(t)
-            pre.append(Instr("neg", (r,), (x,), (("type", t.name),), add.loc))
-            return r
-
-        if add.op == "sub" and k == 0:  # a*b - c
-            c = neg(c)
-        elif add.op == "sub":  # c - a*b
-            a = neg(a)
-        return pre + [Instr("fma", add.dst, (a, b, c), (("type", t.name),), add.loc)]
+        """Fuse the plain mul + add/sub pairs that ptxas fuses into fma (the rule: jaxsimt/ptx/contract.py)."""
+        contract.contract_mul_add(self.blocks, self.alias, self.contractible, self.temp)
 
     def build(self) -> Program:
         if self.contract:
