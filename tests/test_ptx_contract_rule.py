@@ -1,4 +1,4 @@
-"""The mul + add contraction rule (jaxsimt/ptx/contract.py) against ptxas itself: tests/data/ptx/contract_probes.ptx
+"""The mul + add contraction rule (jaxsimt/ptx/contract.py) against ptxas itself: tests/data/contract/contract_probes.ptx
 holds one small kernel per case of the rule (readers that are all adds, a reader that is not, predicated
 readers, operands written in between, joins, readers past a branch or in a loop, two products in one add,
 f64), and contract_probes.sass is what `ptxas -arch=sm_90 -O3` (CUDA 13.0, the H200's) made of it. For every
@@ -16,7 +16,7 @@ import pytest
 import jaxsimt.ptx as P
 from jaxsimt.ptx.lower import lower
 
-DATA = os.path.join(os.path.dirname(__file__), "data", "ptx")
+DATA = os.path.join(os.path.dirname(__file__), "data", "contract")
 PROBES = os.path.join(DATA, "contract_probes.ptx")
 _INS = re.compile(r"\s*/\*[0-9a-f]+\*/ (?:@!?P\w+ )?([A-Z0-9_.]+)\s*([^;]*);")
 _LDG = re.compile(r"R(\d+), desc\[UR\d+\]\[R\d+\.64(?:\+0x([0-9a-f]+))?\]")
