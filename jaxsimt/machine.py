@@ -517,17 +517,21 @@ class _TemplateExec(_Exec):
 
 
 def compiler_options(optimize: bool) -> dict:
-    """XLA options of a wave's compilation. Without `optimize` the backend does no optimisation passes (small
-    launches compile ~3x faster). On a CPU, where this XLA still has them, its classic loop emitters replace its
+    """XLA options of a wave's compilation. Half-precision results are never kept wider than their type.
+    Without `optimize` the backend does no optimisation passes (small launches compile ~3x faster). On a CPU, where this XLA still has them, its classic loop emitters replace its
     newer fusion emitters: the machine's many small fusions compile ~35% faster that way and run as fast
     (docs/performance.md)."""
     opts: dict = {} if optimize else {"xla_backend_optimization_level": 0}
+    # every f16/bf16 operation of the emulated kernel rounds to its type, as the hardware's does: XLA may
+    # otherwise keep a fusion's f16 intermediates in f32 (JAX 0.11 does, for a half mul feeding an add)
+    opts[_EXACT_HALVES] = False
     if jax.default_backend() == "cpu" and _has_compile_option(_CLASSIC_EMITTERS):
         opts[_CLASSIC_EMITTERS] = False
     return opts
 
 
 _CLASSIC_EMITTERS = "xla_cpu_use_fusion_emitters"
+_EXACT_HALVES = "xla_allow_excess_precision"
 
 
 @functools.lru_cache(maxsize=None)
