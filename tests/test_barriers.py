@@ -12,6 +12,7 @@ import pytest
 import jaxsimt as js
 from jaxsimt import barriers, errors, sanitizer
 from jaxsimt.kernels import its as K
+from jaxsimt.kernels.barrier_refs import pipeline_ref, subset_ref
 from jaxsimt.ptx.errors import PtxUnsupportedError
 
 PTX = os.path.join(os.path.dirname(os.path.abspath(K.__file__)), "ptx", "barriers.ptx")  # nvcc output of cuda/barriers.cu
@@ -23,18 +24,6 @@ def _pipeline_args(rounds=5, blocks=2):
     return x, [x, np.zeros_like(x), np.int32(rounds)]
 
 
-def _subset_ref(x):
-    t = np.arange(256)
-    out = x.astype(np.int64).copy()
-    out[:64] = 3 * x[63 - t[:64]] + t[:64]
-    for i in range(64, 256):
-        v = int(x[i])
-        for k in range(i & 7):
-            v = (v * 5 + k) & 0xFFFFFFFF
-        out[i] = v
-    return out.astype(np.uint32).view(np.int32)
-
-
 SLOW = pytest.mark.slow
 
 
@@ -42,14 +31,14 @@ SLOW = pytest.mark.slow
 def test_pipeline_of_producer_and_consumer_warps(mode):
     x, args = _pipeline_args()
     r = js.ptx.launch(PTX, "bar_pipeline", 2, 128, args, mode=mode, counters=False)
-    np.testing.assert_array_equal(r.outputs["bar_pipeline_param_1"], 2 * x + 1)
+    np.testing.assert_array_equal(r.outputs["bar_pipeline_param_1"], pipeline_ref(x))
 
 
 @pytest.mark.parametrize("mode", [pytest.param("stack", marks=SLOW), "its"])
 def test_counted_barrier_of_two_warps_while_others_run(mode):
     x = (np.arange(256, dtype=np.int32) * 7919) % 1000 - 500
     r = js.ptx.launch(PTX, "bar_subset", 1, 256, [x, np.zeros(256, np.int32)], mode=mode, counters=False)
-    np.testing.assert_array_equal(r.outputs["bar_subset_param_1"], _subset_ref(x))
+    np.testing.assert_array_equal(r.outputs["bar_subset_param_1"], subset_ref(x))
 
 
 @pytest.mark.parametrize("entry", ["bar_pipeline", pytest.param("bar_subset", marks=SLOW)])
