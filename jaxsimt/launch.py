@@ -230,16 +230,16 @@ REUSE_THREADS = 16384  # ... or up to this many threads, where a step costs litt
 
 
 def reusable_shape(prog: Program, mode: str, geo: Geometry, layout: Layout, options: Options,
-                   auto_optimize: bool, local_bytes: int = 0) -> tuple:
+                   auto_optimize: bool, most_blocks: Optional[int] = None) -> tuple:
     """(geometry, layout, options) of the launch: those of the smallest machine of `prog` already built whose
-    wave holds `geo`'s blocks (within REUSE_FACTOR, or REUSE_THREADS threads) and whose memory holds `layout`'s
-    (within REUSE_FACTOR), with the same block, stack,
-    frames and options (the optimisation level too unless it was left to the launch); else the ones asked."""
+    wave holds `geo`'s blocks (within REUSE_FACTOR, or REUSE_THREADS threads, and at most `most_blocks`: what
+    the local frames allow) and whose memory holds `layout`'s (within REUSE_FACTOR), with the same block,
+    stack, frames and options (the optimisation level too unless it was left to the launch); else the ones
+    asked."""
     best = None
     most = max(REUSE_FACTOR * geo.ctas_per_wave, REUSE_THREADS // max(geo.threads_per_block * geo.items, 1))
-    if local_bytes:  # every thread of a wave holds its local frame
-        most = min(most, max(geo.ctas_per_wave, LOCAL_BYTES_PER_WAVE // (geo.W // geo.ctas_per_wave * geo.warp_size
-                                                                         * local_bytes)))
+    if most_blocks is not None:
+        most = min(most, max(geo.ctas_per_wave, most_blocks))
     for (g, lay, o, md) in prog.__dict__.get("_machines", {}):
         if (md != mode or g.block != geo.block or g.warp_size != geo.warp_size or g.depth != geo.depth
                 or g.items != geo.items or not geo.ctas_per_wave <= g.ctas_per_wave <= most
@@ -352,8 +352,10 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                 else DEFAULT_THREADS_PER_WAVE)
     cpw = blocks_per_wave or max(1, per_wave // (wpb * arch.warp_size))
     cpw = min(_pow2(cpw), _pow2(fused.size)) if blocks_per_wave is None else min(cpw, fused.size)
-    while blocks_per_wave is None and cpw > 1 and cpw * wpb * arch.warp_size * local_bytes > LOCAL_BYTES_PER_WAVE:
-        cpw //= 2  # every thread of a wave holds its local frame: fewer blocks per wave for large frames
+    # every thread of a wave holds its local frame: fewer blocks per wave for large frames
+    local_most = LOCAL_BYTES_PER_WAVE // (wpb * arch.warp_size * local_bytes) if local_bytes else None
+    while blocks_per_wave is None and cpw > 1 and local_most is not None and cpw > local_most:
+        cpw //= 2
     bases, sizes, end = [], [], None
     for arrays, _ in items:
         b, sz, end = _layout(prog, arrays, arch, end)
@@ -382,7 +384,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                       collect=bool(collect))
     geo = Geometry(block, arch.warp_size, cpw, stack_depth, n_items)
     if blocks_per_wave is None and machine is None and devices is None and not trace:
-        geo, layout, options = reusable_shape(prog, mode, geo, layout, options, auto_optimize, int(local_bytes))
+        geo, layout, options = reusable_shape(prog, mode, geo, layout, options, auto_optimize, local_most)
         cpw, words = geo.ctas_per_wave, layout.global_words
     n_waves = -(-fused.size // cpw)
     max_steps = int(default_max_steps(prog, cpw * wpb) if default_budget else max_steps)

@@ -516,22 +516,22 @@ class _TemplateExec(_Exec):
         return off
 
 
+_CLASSIC_EMITTERS = "xla_cpu_use_fusion_emitters"
+_EXACT_HALVES = "xla_allow_excess_precision"
+
+
 def compiler_options(optimize: bool) -> dict:
     """XLA options of a wave's compilation. Half-precision results are never kept wider than their type.
-    Without `optimize` the backend does no optimisation passes (small launches compile ~3x faster). On a CPU, where this XLA still has them, its classic loop emitters replace its
-    newer fusion emitters: the machine's many small fusions compile ~35% faster that way and run as fast
-    (docs/performance.md)."""
+    Without `optimize` the backend does no optimisation passes (small launches compile ~3x faster). On a CPU,
+    where this XLA still has them, its classic loop emitters replace its newer fusion emitters: the machine's
+    many small fusions compile ~35% faster that way and run as fast (docs/performance.md)."""
     opts: dict = {} if optimize else {"xla_backend_optimization_level": 0}
     # every f16/bf16 operation of the emulated kernel rounds to its type, as the hardware's does: XLA may
-    # otherwise keep a fusion's f16 intermediates in f32 (JAX 0.11 does, for a half mul feeding an add)
+    # otherwise keep a fusion's f16 intermediates in f32
     opts[_EXACT_HALVES] = False
     if jax.default_backend() == "cpu" and _has_compile_option(_CLASSIC_EMITTERS):
         opts[_CLASSIC_EMITTERS] = False
     return opts
-
-
-_CLASSIC_EMITTERS = "xla_cpu_use_fusion_emitters"
-_EXACT_HALVES = "xla_allow_excess_precision"
 
 
 @functools.lru_cache(maxsize=None)
@@ -1191,11 +1191,13 @@ class Machine:
         D = st.pc.shape[1]
         below = jnp.arange(D)[None, :] < (st.sp - 1)[:, None]
         at_exit = self.exit_only[jnp.clip(st.pc, 0, self.NB)]
-        parked = jnp.bitwise_or.reduce(jnp.where(below & at_exit, st.mask, jnp.uint32(0)), axis=1)
+
+        def lanes_of(entries):  # [W, D] -> [W] uint32: the lanes of those stack entries
+            return jnp.bitwise_or.reduce(jnp.where(entries, st.mask, jnp.uint32(0)), axis=1)
+
         # a reconvergence entry at the exit holds every lane of its branch, also those whose path has still
         # to run (in an entry of its own): only lanes in no such entry are waiting to exit
-        pending = jnp.bitwise_or.reduce(jnp.where(below & ~at_exit, st.mask, jnp.uint32(0)), axis=1)
-        return parked & ~pending & ~mask
+        return lanes_of(below & at_exit) & ~lanes_of(below & ~at_exit) & ~mask
 
     def item_max(self, x, item):
         """[W] int32 -> [I] maxima per batch item (items without a warp here: int32 min)."""

@@ -121,11 +121,14 @@ class Block:
     def all_instrs(self) -> list[Instr]:
         return self.instrs + ([self.term.instr] if self.term.instr is not None else [])
 
+    @property
+    def front_index(self) -> int:
+        """The front end's block this one begins with."""
+        return self.index if self.origin is None else self.origin
+
     def origin_of(self, j: int) -> int:
         """The front end's block of instruction j of all_instrs()."""
-        if self.origins:
-            return self.origins[j]
-        return self.index if self.origin is None else self.origin
+        return self.origins[j] if self.origins else self.front_index
 
 
 @dataclass(frozen=True)
@@ -390,27 +393,26 @@ def recut(program: Program, pieces: list) -> Program:
         first[b.index] = k
         k += len(parts)
     first[program.exit_index] = k
-
-    def remap(t: int) -> int:
-        return first[t] if t >= 0 else t
-
     blocks = []
     for b, parts in zip(program.blocks, pieces):
         done = 0
         for j, (instrs, interp) in enumerate(parts):
             idx = first[b.index] + j
             last = j + 1 == len(parts)
-            if not last:
-                term = Terminator(FALL, idx + 1)
-            else:
-                t = b.term
-                term = replace(t, target=remap(t.target), fallthrough=remap(t.fallthrough), reconv=remap(t.reconv))
+            term = _retarget(b.term, first) if last else Terminator(FALL, idx + 1)
             n = len(instrs) + (1 if last and term.instr is not None else 0)
             origins = tuple(b.origin_of(done + i) for i in range(n)) if b.origins else ()
             done += len(instrs)
-            blocks.append(Block(idx, list(instrs), term, interpret=interp,
-                                origin=b.index if b.origin is None else b.origin, origins=origins))
+            blocks.append(Block(idx, list(instrs), term, interpret=interp, origin=b.front_index, origins=origins))
     return _with_blocks(program, blocks)
+
+
+def _retarget(t: Terminator, first: dict) -> Terminator:
+    """`t` with its target, fall-through and reconvergence blocks renumbered by `first` (old -> new index)."""
+    def remap(k: int) -> int:
+        return first[k] if k >= 0 else k
+
+    return replace(t, target=remap(t.target), fallthrough=remap(t.fallthrough), reconv=remap(t.reconv))
 
 
 def _with_blocks(program: Program, blocks: list) -> Program:
@@ -423,8 +425,9 @@ def _with_blocks(program: Program, blocks: list) -> Program:
 def merge_straight(program: Program, limit: Optional[int] = None) -> Program:
     """The program with every block that only falls through into the next one merged with it, where that next
     block has no other predecessor and no branch reconverges at it, up to `limit` instructions a block
-    (default MAX_BLOCK_INSTRUCTIONS): one machine step then runs both (a loop body and its increment, say). Instructions, their order (so every pc) and what each executes are unchanged:
-    such a pair always runs with the same lanes, one after the other."""
+    (default MAX_BLOCK_INSTRUCTIONS): one machine step then runs both (a loop body and its increment, say).
+    Instructions, their order (so every pc) and what each executes are unchanged: such a pair always runs
+    with the same lanes, one after the other."""
     blocks, exit_ = program.blocks, program.exit_index
     preds = [0] * (exit_ + 1)
     reconv = set()
@@ -435,15 +438,17 @@ def merge_straight(program: Program, limit: Optional[int] = None) -> Program:
             reconv.add(b.term.reconv)
     limit = limit or MAX_BLOCK_INSTRUCTIONS
     chains: list[list[Block]] = []
+    length = 0  # instructions of the last chain
     for b in blocks:
         prev = chains[-1][-1] if chains else None
-        if (prev is not None and sum(len(c.instrs) for c in chains[-1]) + len(b.instrs) <= limit
+        if (prev is not None and length + len(b.instrs) <= limit
                 and prev.term.kind == FALL and prev.term.instr is None and prev.term.target == b.index
-                and preds[b.index] == 1
-                and b.index not in reconv and not prev.interpret and not b.interpret):
+                and preds[b.index] == 1 and b.index not in reconv and not prev.interpret and not b.interpret):
             chains[-1].append(b)
+            length += len(b.instrs)
         else:
             chains.append([b])
+            length = len(b.instrs)
     if len(chains) == len(blocks):
         return program
     first = {}
@@ -451,20 +456,13 @@ def merge_straight(program: Program, limit: Optional[int] = None) -> Program:
         for b in chain:
             first[b.index] = k
     first[exit_] = len(chains)
-
-    def remap(t: int) -> int:
-        return first[t] if t >= 0 else t
-
     out = []
     for k, chain in enumerate(chains):
-        t = chain[-1].term
-        term = replace(t, target=remap(t.target), fallthrough=remap(t.fallthrough), reconv=remap(t.reconv))
+        term = _retarget(chain[-1].term, first)
         instrs = [i for b in chain for i in b.instrs]
         origins = tuple(b.origin_of(j) for b in chain for j in range(len(b.all_instrs()))) if len(chain) > 1 \
             else chain[0].origins
-        head = chain[0]
-        out.append(Block(k, instrs, term, interpret=head.interpret,
-                         origin=head.index if head.origin is None else head.origin, origins=origins))
+        out.append(Block(k, instrs, term, interpret=chain[0].interpret, origin=chain[0].front_index, origins=origins))
     return _with_blocks(program, out)
 
 

@@ -350,6 +350,16 @@ def _exact64(fn, args, zero):
     raise NotImplementedError(fn)
 
 
+def _relu(r):
+    """.relu: negative results become 0, NaN stays."""
+    return jnp.where(jnp.isnan(r) | (r > 0), r, jnp.zeros_like(r))
+
+
+def _sat(r):
+    """.sat: clamped to [0, 1], NaN becomes 0."""
+    return jnp.where(jnp.isnan(r), jnp.zeros_like(r), jnp.clip(r, 0, 1))
+
+
 def farith(ex, ins, pc):
     """Float add/sub/mul/fma/div/sqrt/rcp with a rounding mode and/or .sat (clamp to [0, 1], NaN -> 0)."""
     dt = _t(ins)
@@ -363,9 +373,9 @@ def farith(ex, ins, pc):
     else:
         r = round_f64_to(_exact64(fn, args, ex.zero), dt, rnd)
     if ins.attr("sat"):
-        r = jnp.where(jnp.isnan(r), jnp.zeros_like(r), jnp.clip(r, 0, 1))
+        r = _sat(r)
     if ins.attr("relu"):
-        r = jnp.where(jnp.isnan(r) | (r > 0), r, jnp.zeros_like(r))
+        r = _relu(r)
     ex.write(ins.dst[0], r)
 
 
@@ -378,7 +388,7 @@ def minmax(ex, ins, pc):
     if ins.attr("nan"):
         r = jnp.where(jnp.isnan(a) | jnp.isnan(b), jnp.asarray(np.nan, dt.np_dtype), r)
     if ins.attr("relu"):
-        r = jnp.where(jnp.isnan(r) | (r > 0), r, jnp.zeros_like(r))
+        r = _relu(r)
     ex.write(ins.dst[0], r)
 
 
@@ -440,9 +450,9 @@ def cvt(ex, ins, pc):
             x64 = x.astype(jnp.float64) if src.is_float else alu.cvt(x, src, T.f64)
             r = round_f64_to(x64, dst, rnd)
         if sat:
-            r = jnp.where(jnp.isnan(r), jnp.zeros_like(r), jnp.clip(r, 0, 1))
+            r = _sat(r)
         if ins.attr("relu"):
-            r = jnp.where(jnp.isnan(r) | (r > 0), r, jnp.zeros_like(r))
+            r = _relu(r)
         ex.write(ins.dst[0], r)
         return
     # integer -> integer
@@ -498,9 +508,9 @@ def x2(ex, ins, pc):
         else:
             r = round_f64_to(_exact64(fn, parts, ex.zero), ht, rnd)
         if ins.attr("relu"):
-            r = jnp.where(jnp.isnan(r) | (r > 0), r, jnp.zeros_like(r))
+            r = _relu(r)
         if ins.attr("sat"):
-            r = jnp.where(jnp.isnan(r), jnp.zeros_like(r), jnp.clip(r, 0, 1))
+            r = _sat(r)
         out = out | (lax.bitcast_convert_type(r, jnp.uint16).astype(jnp.uint32) << (16 * k))
     ex.write(ins.dst[0], out)
 

@@ -134,7 +134,7 @@ def loop_tail():
 def _schedule(r):
     """(front-end block, warp 0's mask) per step. The machine cuts blocks after memory instructions (and, under
     ITS, before warp-synchronous ones); consecutive steps through the pieces of one block are one entry."""
-    origin = [b.index if b.origin is None else b.origin for b in r.program.blocks]
+    origin = [b.front_index for b in r.program.blocks]
     out = []
     for b, m in zip(r.trace["block"].tolist(), r.trace["mask"]):
         step = (origin[b], int(m[0]))
