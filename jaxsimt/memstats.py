@@ -4,9 +4,10 @@ that executes a memory instruction in one step.
 `jaxsimt.coalescing` and `jaxsimt.banks` define the counts per warp (exactly, for any pattern). Running
 them per warp (vmap) costs a sort per warp; most warps, though, access addresses that do not decrease
 from lane to lane (unit strides, broadcasts, tiles), and for those a distinct count is a neighbour
-comparison. Here the same counts are computed for the whole wave with that shortcut, taken only when
-every warp's pattern qualifies (one `lax.cond`), else through the exact per-warp models; both give
-identical numbers (tested).
+comparison, whatever the distance between lanes. Here the same counts are computed for the whole wave
+with that shortcut, taken only when every warp's pattern qualifies (one `lax.cond`); else, for global
+accesses, with a 64-bit set of the sectors where every warp's lie within a 64-sector span; else through
+the exact per-warp models. All give identical numbers (tests/test_memstats.py).
 
 Shapes: addr [W, L] int64 byte addresses (global) or byte offsets in the block's shared window
 (shared); active [W, L] bool; results [W] int32.
@@ -37,6 +38,52 @@ def _popcount(x):
     return lax.population_count(x).astype(jnp.int32)
 
 
+SPAN = 64  # keys a 64-bit set holds
+
+
+def _fields(*flags):
+    """Per warp, the count of each [W, L] flag, as one int64 reduction over the lanes (reductions along the
+    lane axis dominate these counters' cost): 6 bits a count (a warp has at most 32 lanes). [W] int64 each."""
+    packed = sum(f.astype(jnp.int64) << (6 * i) for i, f in enumerate(flags))
+    total = jnp.sum(packed, axis=1)
+    return [(total >> (6 * i)) & 63 for i in range(len(flags))]
+
+
+def _global_fast(keys, active, ratio: int):
+    """Distinct keys (sectors) and distinct keys // ratio (lines) of each warp's active lanes, by two shortcuts
+    that need no sort, and which warps they cover. [W, L] int32 keys >= 0 -> ([W] int32 x 3, covered [W] bool).
+
+    - Runs: where the active lanes are one contiguous range and their keys never decrease (or never increase)
+      from lane to lane (strides of any length, broadcasts, rows of a tile however far apart), equal keys are
+      neighbours, so a key is new where it differs from the previous lane's.
+    - Sets: where the active keys lie within SPAN keys around lane 0's line (permutations, repeats, mixed
+      directions in a small window), a 64-bit set of them; its line-aligned start makes each line a group of
+      `ratio` bits."""
+    W, L = keys.shape
+    prev_key = jnp.concatenate([keys[:, :1], keys[:, :-1]], axis=1)
+    prev_on = jnp.concatenate([jnp.zeros((W, 1), bool), active[:, :-1]], axis=1)
+    both = active & prev_on
+    start = active & ~prev_on  # a range of active lanes begins
+    new_key = start | (both & (keys != prev_key))
+    new_line = start | (both & (keys // ratio != prev_key // ratio))
+    ref = (keys[:, :1] // ratio) * ratio - SPAN // 2
+    rel = keys - ref
+    inside = (rel >= 0) & (rel < SPAN)
+    n_key, n_line, up, down, starts, outside = _fields(new_key, new_line, both & (keys < prev_key),
+                                                       both & (keys > prev_key), start, active & ~inside)
+    bits = jnp.where(active & inside, jnp.uint64(1) << jnp.where(inside, rel, 0).astype(jnp.uint64), jnp.uint64(0))
+    key_set = lax.reduce(bits, jnp.uint64(0), lax.bitwise_or, (1,))
+    line_set = key_set
+    for k in range(1, ratio):  # each line's bits folded onto its first
+        line_set = line_set | (key_set >> jnp.uint64(k))
+    line_set = line_set & jnp.uint64(sum(1 << j for j in range(0, SPAN, ratio)))
+    in_set = outside == 0
+    runs = (starts <= 1) & ((up == 0) | (down == 0))
+    sectors = jnp.where(in_set, _popcount(key_set), n_key.astype(jnp.int32))
+    lines = jnp.where(in_set, _popcount(line_set), n_line.astype(jnp.int32))
+    return (starts > 0).astype(jnp.int32), sectors, lines, in_set | runs
+
+
 def global_counts(arch: Arch, addr, nbytes: int, active, op: str):
     """(requests, sectors, lines), each [W] int32, for one global instruction of every warp."""
 
@@ -44,21 +91,16 @@ def global_counts(arch: Arch, addr, nbytes: int, active, op: str):
         c = jax.vmap(lambda a, m: coalescing.coalesce(arch, a, nbytes, m, op))(addr, active)
         return c.requests, c.sectors, c.lines
 
+    ratio = arch.line_size // arch.sector_size
     fast_ok = (arch.coalescing == "sectors" and coalescing.request_lanes(arch, nbytes) == arch.warp_size
-               and nbytes <= arch.sector_size)
+               and nbytes <= arch.sector_size and arch.warp_size < 64 and SPAN % ratio == 0)
     if not fast_ok:
         return exact(None)
-    # Accesses are aligned to their size (<= a sector), so each touches exactly one sector. When every
-    # warp's sectors lie within a 64-sector span, a 64-bit set of them counts the distinct ones.
+    # Accesses are aligned to their size (<= a sector), so each touches exactly one sector; where every warp's
+    # pattern has a shortcut the wave takes it, else the exact per-warp model.
     sec = (addr // arch.sector_size).astype(jnp.int32)  # int32: cheaper, and exact below 64 GiB
-    sec_map, fits = _span_bitmap(sec, active)
-    line_map, _ = _span_bitmap(sec // (arch.line_size // arch.sector_size), active)
-
-    def fast(_):
-        req = jnp.any(active, axis=1).astype(jnp.int32)
-        return req, _popcount(sec_map), _popcount(line_map)
-
-    return lax.cond(jnp.all(fits), fast, exact, None)
+    requests, sectors, lines, covered = _global_fast(sec, active, ratio)
+    return lax.cond(jnp.all(covered), lambda _: (requests, sectors, lines), exact, None)
 
 
 def shared_counts(arch: Arch, addr, nbytes: int, active):
