@@ -93,7 +93,7 @@ class Dyn(NamedTuple):
 
 
 class State(NamedTuple):
-    regs: tuple  # register files: one [R_f, W, L] array per register dtype (Machine.files); Machine.slot
+    regs: tuple  # register files: one [R_f + 1, W, L] array per register dtype (Machine.files); Machine.slot
     # maps a register to (file, row). Rows hold the registers live across blocks and those interpreted.
     gmem: jnp.ndarray  # [global_words] uint32
     smem: jnp.ndarray  # [ctas_per_wave * shared_words] uint32
@@ -1022,12 +1022,12 @@ class Machine:
 
     def write_set(self, writes: list) -> tuple:
         """A branch's register writes as one (rows [K_f] int32, values [K_f, W, L]) pair per register file, K_f
-        the most rows any branch writes in file f (`k_writes`); unused slots hold row R_f, which the update
-        drops. Where two writes may name the same row at run time, the later wins."""
+        the most rows any branch writes in file f (`k_writes`); unused slots name row R_f, the file's sink row
+        (`init_state`). Where two writes may name the same row at run time, the later wins."""
         out = []
         for f, dt in enumerate(self.files):
             mine = [(row, v) for wf, row, v in writes if wf == f]
-            K, R = self.k_writes[f], max(self.file_rows[f], 1)
+            K, R = self.k_writes[f], self.file_rows[f]
             if len(mine) > K:
                 raise AssertionError(f"a block writes {len(mine)} rows of register file {f}, more than {K} counted")
             rows = [jnp.asarray(r, jnp.int32) for r, _ in mine]
@@ -1041,6 +1041,14 @@ class Machine:
             else:
                 out.append((jnp.stack(rows), jnp.stack(vals)))
         return tuple(out)
+
+    @staticmethod
+    def write_back(file, rows, vals):
+        """A register file [R_f + 1, W, L] with a write set's rows [K] set to vals [K, W, L], one row at a time (a
+        row update is done in place; XLA:CPU runs a scatter of whole rows as a loop, several times slower)."""
+        for k in range(rows.shape[0]):
+            file = lax.dynamic_update_index_in_dim(file, vals[k], rows[k], 0)
+        return file
 
     def pending_set(self, pending: list) -> tuple:
         """A branch's loads for racecheck (`_Exec.pending`) padded to `n_pending` entries (memory 0: none)."""
@@ -1111,7 +1119,7 @@ class Machine:
                 dyn, b)
         ws, mem, fault, cache, findings, pending, taken = (lax.switch(self.branch_of[b], fns, *args) if len(fns) > 1
                                                            else fns[0](*args))
-        regs = tuple(r.at[rows].set(vals, mode="drop") for r, (rows, vals) in zip(s.regs, ws))
+        regs = tuple(self.write_back(r, rows, vals) for r, (rows, vals) in zip(s.regs, ws))
         s = s._replace(regs=regs, mem=mem, fault=fault, cache=cache, findings=findings)
         if pending:
             s = s._replace(shadow=self.record_loads(s.shadow, s.findings, pending))
@@ -1139,19 +1147,19 @@ class Machine:
         kind, target, fall, reconv, tpc = (self.t_kind[b], self.t_target[b], self.t_fall[b], self.t_reconv[b],
                                            self.t_pc[b])
         st, exited, waiting = s.stack, s.exited, s.waiting
-        # fall-through / jump
-        st = stack.set_top_pc(st, sel & (kind == TermKind.FLOW), target)
-        # conditional branch
-        st, div, overflow = stack.branch(st, sel & (kind == TermKind.BRANCH), taken & mask, mask & ~taken, target, fall,
-                                         reconv)
-        fault = record_fault(fault, errors.STACK_OVERFLOW, tpc, overflow[:, None] & (self.lane == 0)[None, :],
-                             st.sp[:, None], wave)
         # barrier: every live lane of the warp must be here
         at_bar = sel & (kind == TermKind.BARRIER)
         live = self.valid_mask(wave, dyn) & ~exited
         missing = self.unpack(live & ~mask & ~self.parked_for_exit(st, mask)) & at_bar[:, None]
         fault, findings = self.flag(fault, findings, errors.DIVERGENT_BARRIER, tpc, missing, 0, wave)
-        st = stack.set_top_pc(st, at_bar, target)
+        # every terminator as a branch: a conditional one splits the lanes by its predicate; every lane of a
+        # fall-through, jump or barrier goes to the target, of an exit to the exit pseudo-block
+        is_branch = kind == TermKind.BRANCH
+        st, div, overflow = stack.branch(st, sel, jnp.where(is_branch, taken & mask, mask),
+                                         jnp.where(is_branch, mask & ~taken, jnp.uint32(0)),
+                                         jnp.where(kind == TermKind.EXIT, self.exit_pc, target), fall, reconv)
+        fault = record_fault(fault, errors.STACK_OVERFLOW, tpc, overflow[:, None] & (self.lane == 0)[None, :],
+                             st.sp[:, None], wave)
         # a warp's arrival counts the warp size, as the hardware counts it
         bars, findings, at_bar = self.barrier_arrive(s.barriers, findings, at_bar, self.unpack(mask) & at_bar[:, None],
                                                      b, g.warp_size, wave)
@@ -1159,7 +1167,6 @@ class Machine:
         # exit
         at_exit = sel & (kind == TermKind.EXIT)
         exited = jnp.where(at_exit, exited | mask, exited)
-        st = stack.set_top_pc(st, at_exit, self.exit_pc)
         st = stack.pop_reconverged(st, exited)
         # deadlock: live warps, none ready
         dead = ~jnp.any(ready) & jnp.any(alive)
@@ -1217,7 +1224,8 @@ class Machine:
         item = self.item_of_warp(wave, dyn)
         scal = {p.reg.index: v for p, v in zip([p for p in self.program.params if not p.is_pointer], dyn.scalars)
                 if p.reg is not None}
-        regs = [jnp.zeros((max(n, 1), W, L), d) for n, d in zip(self.file_rows, self.files)]
+        # one row a register, and a last one that takes the write sets' unused slots (`write_set`)
+        regs = [jnp.zeros((n + 1, W, L), d) for n, d in zip(self.file_rows, self.files)]
         for r in self.state_regs:
             if r.index in scal:
                 f, row = self.slot[r.index]

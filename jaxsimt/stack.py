@@ -52,48 +52,45 @@ def top(st: Stack):
     return take(st.pc), take(st.rpc), take(st.mask)
 
 
-def _set_slot(a, slot, value, where):
-    """a[w, slot[w]] = value[w] for warps where `where` holds."""
-    D = a.shape[1]
-    hit = (jnp.arange(D)[None, :] == slot[:, None]) & where[:, None]
-    return jnp.where(hit, jnp.asarray(value).astype(a.dtype)[:, None], a)
-
-
-def set_top_pc(st: Stack, sel, new_pc) -> Stack:
-    new_pc = jnp.broadcast_to(jnp.asarray(new_pc, jnp.int32), sel.shape)
-    return st._replace(pc=_set_slot(st.pc, _top_index(st), new_pc, sel))
-
-
 def branch(st: Stack, sel, taken, not_taken, target, fallthrough, reconv):
     """Apply a conditional branch of the selected warps. taken/not_taken: [W] uint32 lane masks;
-    target, fallthrough, reconv: block indices (scalars, possibly traced).
+    target, fallthrough, reconv: block indices (scalars, possibly traced). A warp whose lanes all go one way
+    moves its top entry there (a jump, a barrier or an exit is a branch that every lane takes).
+
+    Every entry a warp changes is worked out per warp first, then written in one pass over each of pc, rpc
+    and mask [W, D]: the top entry's new pc (the uniform target, or the reconvergence pc of a fresh
+    divergence), then the two pushed paths, later writes winning.
 
     Returns (stack, divergent [W] bool, overflow [W] bool).
     """
     D = st.pc.shape[1]
-    div = sel & (taken != 0) & (not_taken != 0)
-    uni_taken = sel & (not_taken == 0)
-    uni_fall = sel & (taken == 0) & ~uni_taken
-    st = set_top_pc(st, uni_taken, target)
-    st = set_top_pc(st, uni_fall, fallthrough)
-
+    t = _top_index(st)
     _, top_rpc, _ = top(st)
+    div = sel & (taken != 0) & (not_taken != 0)
     reuse = div & (top_rpc == reconv)
     fresh = div & ~reuse
-    # A fresh divergence turns the top entry into the reconvergence entry.
-    st = set_top_pc(st, fresh, reconv)
+    # A fresh divergence turns the top entry into the reconvergence entry; a divergent loop exit that already
+    # reconverges there reuses it for the continuing path. Push (target, taken) then (fall-through, not
+    # taken): the fall-through path (an if's body, when the branch jumps over it) is on top and runs first.
+    # A path starting at reconv is not pushed.
     base = jnp.where(reuse, st.sp - 1, st.sp)
-    # Push (target, taken) then (fall-through, not taken): the fall-through path (an if's body, when
-    # the branch jumps over it) is on top and runs first. A path starting at reconv is not pushed.
     push_t = jnp.asarray(target != reconv, jnp.int32)
     push_f = jnp.asarray(fallthrough != reconv, jnp.int32)
-    full = lambda v: jnp.broadcast_to(jnp.asarray(v, jnp.int32), sel.shape)  # noqa: E731
+    full = lambda v, dt=jnp.int32: jnp.broadcast_to(jnp.asarray(v).astype(dt), sel.shape)  # noqa: E731
+    top_pc = jnp.where(fresh, full(reconv), jnp.where(not_taken == 0, full(target), full(fallthrough)))
+    writes = [  # (slot [W], on [W], pc, rpc or None, mask or None): None leaves the entry's field
+        (t, (sel & ~div) | fresh, top_pc, None, None),
+        (base, div & (push_t == 1), full(target), full(reconv), taken),
+        (base + push_t, div & (push_f == 1), full(fallthrough), full(reconv), not_taken),
+    ]
+    slots = jnp.arange(D)[None, :]
     pc, rpc, mask = st.pc, st.rpc, st.mask
-    for slot, p, m, on in ((base, target, taken, push_t), (base + push_t, fallthrough, not_taken, push_f)):
-        w = div & (on == 1)
-        pc = _set_slot(pc, slot, full(p), w)
-        rpc = _set_slot(rpc, slot, full(reconv), w)
-        mask = _set_slot(mask, slot, m, w)
+    for slot, on, p, r, m in writes:
+        hit = (slots == slot[:, None]) & on[:, None]
+        pc = jnp.where(hit, p[:, None], pc)
+        if r is not None:
+            rpc = jnp.where(hit, r[:, None], rpc)
+            mask = jnp.where(hit, m.astype(mask.dtype)[:, None], mask)
     new_sp = jnp.where(div, base + push_t + push_f, st.sp)
     overflow = div & (new_sp > D)
     return Stack(pc, rpc, mask, jnp.minimum(new_sp, D)), div, overflow

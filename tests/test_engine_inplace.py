@@ -71,7 +71,7 @@ def _big_shapes(m) -> dict:
         hlo = {"float32": "f32", "int32": "s32", "uint32": "u32", "int64": "s64", "uint64": "u64", "bool": "pred",
                "float64": "f64", "float16": "f16", "int16": "s16", "uint16": "u16", "int8": "s8", "uint8": "u8",
                "bfloat16": "bf16"}[np.dtype(d).name]
-        shapes[f"{hlo}[{max(n, 1)},{W},{L}]"] = f"register file {np.dtype(d).name}"
+        shapes[f"{hlo}[{n + 1},{W},{L}]"] = f"register file {np.dtype(d).name}"
     return shapes
 
 
