@@ -380,8 +380,12 @@ class _Exec:
         else:
             raise NotImplementedError(f"memory space {space!r} ({ins.loc})")
         oob = act & ((rel < 0) | (rel + nbytes > size))
-        mis = act & ~oob & ((addr % nbytes) != 0)
         self.record_fault(code, pc, oob, rel)
+        const = ins.attr("offset", 0)
+        if arr is not None and space == "global" and nbytes == t.size and isinstance(const, int) and const % nbytes == 0:
+            # an element of an array the launch laid out (bases aligned to at least 256 bytes): always aligned
+            return name, widx, boff, addr, act & ~oob
+        mis = act & ~oob & ((addr % nbytes) != 0)
         self.record_fault(errors.MISALIGNED, pc, mis, rel)
         return name, widx, boff, addr, act & ~oob & ~mis
 
