@@ -4,7 +4,8 @@ An entry (`Op`) says what the operation is:
 
 * `run(ex, ins, pc)`: its semantics over a warp's lanes, through the executing block's helper `ex`
   (`machine._Exec`: `ex.read`, `ex.write`, `ex.active`, `ex.memory`, ...); None for the terminators (`bar`,
-  `bra`, `exit`, `ret`), which the step's terminator phase carries out;
+  `exit`, `ret`), which the step's terminator phase carries out (and `bra` too, whose `run` does nothing: a jump
+  left inside a block by `program.thread_jumps`);
 * `timing`: its timing class (`trace.CLASS_NAMES`), a name or a function of the instruction;
 * `memory`: whether it touches memory, and how ("read", "write", "atomic"); the space is the
   instruction's `space` attribute. Writes and atomics run in the step's memory stage (`jaxsimt.memstage`);
@@ -70,6 +71,11 @@ def _sreg(ex, ins, pc):
 
 def _param(ex, ins, pc):
     ex.write(ins.dst[0], ex.param(ins.attr("index")))
+
+
+def _jumped(ex, ins, pc):
+    """An unconditional jump threaded into the block it jumps to (`program.thread_jumps`): nothing to do there.
+    As a block's terminator the step carries a `bra` out."""
 
 
 def _memory(ex, ins, pc):
@@ -151,7 +157,7 @@ _ENTRIES = (
            feeds=frozenset({"memory"})),
         # terminators (Terminator.instr): counted and classed, carried out by the step
         Op("bar", None, "barrier"),
-        Op("bra", None, "control"),
+        Op("bra", _jumped, "control"),
         Op("exit", None, "control"),
         Op("ret", None, "control"),
     ]

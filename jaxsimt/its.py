@@ -145,8 +145,9 @@ class ItsMachine(Machine):
         super().__init__(program, geo, layout, options)
 
     def prepare(self, program: Program, options) -> Program:
-        """The tiered program cut at warp-synchronous instructions (`split_at_sync`)."""
-        view, self.sync = split_at_sync(Machine.prepare(program, options))
+        """The tiered program cut at warp-synchronous instructions (`split_at_sync`). No jump is threaded: lanes
+        that reach a block from two places may run it together here, which a threaded copy would split."""
+        view, self.sync = split_at_sync(Machine.prepare(program, options, threaded=False))
         return view
 
     def _step(self, s: State, wave, dyn, fns) -> State:

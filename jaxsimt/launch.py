@@ -583,37 +583,46 @@ def _stats(prog: Program, m: Machine, counters, arch: Arch, grid, block, steps, 
     per_instr = []
     warp_total = thread_total = 0
     mem_stats: dict[str, int] = {}
-    for blk, (pc0, n) in zip(prog.blocks, m.block_pcs):
-        for j, outer in enumerate(blk.all_instrs()):
-            pc = pc0 + j
-            ins = outer.operation  # a predicated (guarded) instruction counts as its inner op
-            row = {"pc": pc, "block": blk.origin_of(j), "op": ins.op, "line": ins.loc.line if ins.loc else 0,
-                   "source": ins.loc.text.strip() if ins.loc else "",
-                   "warp_exec": int(warp_exec[blk.index]), "thread_exec": int(thread_exec[blk.index])}
+    # an instruction executes with every block that holds it (a copy too: `program.thread_jumps`)
+    home, execs, branch_divergent = {}, {}, {}
+    for blk, pcs in zip(prog.blocks, m.pcs):
+        for j, (pc, outer) in enumerate(zip(pcs, blk.all_instrs())):
+            home.setdefault(pc, (blk, j))
+            w, t = execs.get(pc, (0, 0))
+            execs[pc] = (w + int(warp_exec[blk.index]), t + int(thread_exec[blk.index]))
             if outer is blk.term.instr and blk.term.kind == BRANCH:  # the block's branch: its divergent executions
-                row["divergent"] = int(divergent[blk.index])
-            if isa.feeds(ins, "memory"):
-                space = ins.attr("space", "shared")
-                row["space"] = space
-                row.update({k: int(v) for k, v in zip(MEM_COLUMNS, mem[pc])})
-                op = _METRIC_OP[isa.memory(ins)]
-                if space in ("global", "generic"):
-                    for col, metric in (("requests", METRIC_REQUESTS), ("sectors", METRIC_SECTORS),
-                                        ("lines", METRIC_LINES)):
-                        key = metric.format(op=op)
-                        mem_stats[key] = mem_stats.get(key, 0) + row[col]
-                if space in ("shared", "generic"):  # a generic access's shared lanes cost wavefronts
-                    for col, metric in (("wavefronts", METRIC_WAVEFRONTS), ("bank_conflicts", METRIC_CONFLICTS)):
-                        key = metric.format(op=op)
-                        mem_stats[key] = mem_stats.get(key, 0) + row[col]
-            if ins.attr("pipe") == "tensor":
-                k = "smsp__inst_executed_pipe_tensor.sum"
-                mem_stats[k] = mem_stats.get(k, 0) + row["warp_exec"]
-                k = "emulator__tensor_flops"
-                mem_stats[k] = mem_stats.get(k, 0) + row["warp_exec"] * int(ins.attr("flops", 0))
-            per_instr.append(row)
-        warp_total += int(warp_exec[blk.index]) * n
-        thread_total += int(thread_exec[blk.index]) * n
+                branch_divergent[pc] = branch_divergent.get(pc, 0) + int(divergent[blk.index])
+    for pc in range(len(home)):
+        blk, j = home[pc]
+        outer = blk.all_instrs()[j]
+        ins = outer.operation  # a predicated (guarded) instruction counts as its inner op
+        row = {"pc": pc, "block": blk.origin_of(j), "op": ins.op, "line": ins.loc.line if ins.loc else 0,
+               "source": ins.loc.text.strip() if ins.loc else "",
+               "warp_exec": execs[pc][0], "thread_exec": execs[pc][1]}
+        if pc in branch_divergent:
+            row["divergent"] = branch_divergent[pc]
+        if isa.feeds(ins, "memory"):
+            space = ins.attr("space", "shared")
+            row["space"] = space
+            row.update({k: int(v) for k, v in zip(MEM_COLUMNS, mem[pc])})
+            op = _METRIC_OP[isa.memory(ins)]
+            if space in ("global", "generic"):
+                for col, metric in (("requests", METRIC_REQUESTS), ("sectors", METRIC_SECTORS),
+                                    ("lines", METRIC_LINES)):
+                    key = metric.format(op=op)
+                    mem_stats[key] = mem_stats.get(key, 0) + row[col]
+            if space in ("shared", "generic"):  # a generic access's shared lanes cost wavefronts
+                for col, metric in (("wavefronts", METRIC_WAVEFRONTS), ("bank_conflicts", METRIC_CONFLICTS)):
+                    key = metric.format(op=op)
+                    mem_stats[key] = mem_stats.get(key, 0) + row[col]
+        if ins.attr("pipe") == "tensor":
+            k = "smsp__inst_executed_pipe_tensor.sum"
+            mem_stats[k] = mem_stats.get(k, 0) + row["warp_exec"]
+            k = "emulator__tensor_flops"
+            mem_stats[k] = mem_stats.get(k, 0) + row["warp_exec"] * int(ins.attr("flops", 0))
+        per_instr.append(row)
+        warp_total += row["warp_exec"]
+        thread_total += row["thread_exec"]
     mem_stats.update(_machine_feature_stats(prog, arch, per_instr, mem))
     bank_cycles = mem_stats.pop(regbanks.METRIC)
     stats = {

@@ -33,7 +33,7 @@ from jax import lax
 from jaxsimt import barriers, constcache, errors, exact, generic, isa, lsu, memstage, memstats, rocache, sanitizer, stack, templates
 from jaxsimt import types as T
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Program, Reg, Terminator, merge_straight,
-                              cross_block_registers)
+                              cross_block_registers, thread_jumps)
 
 # Per-instruction memory counters (columns of State.mem)
 MEM_REQUESTS, MEM_SECTORS, MEM_LINES, MEM_WAVEFRONTS, MEM_CONFLICTS, MEM_BYTES = range(6)
@@ -42,6 +42,7 @@ MEM_CONST_REQUESTS, MEM_CONST_ACCESSES, MEM_CACHE_HITS, MEM_CACHE_MISSES = range
 N_MEM = 10
 MEM_COLUMNS = ("requests", "sectors", "lines", "wavefronts", "bank_conflicts", "bytes", "const_requests",
                "const_accesses", "cache_hits", "cache_misses")
+THREAD_HEAD_LIMIT = 16  # the longest block a jump is threaded into (its instructions compile once more)
 RECENT = 64  # steps of block history kept for the step-budget report (which blocks a stuck warp cycles through)
 
 
@@ -603,9 +604,9 @@ class Machine:
         self.program, self.geo, self.layout, self.options = program, geo, layout, options
         self.NB = len(program.blocks)
         self.exit_pc = program.exit_index
-        self.block_pcs = program.block_pcs()
+        self.pcs = program.pc_lists()  # the pc of each instruction of each block
         self._tiers()
-        self.NI = sum(n for _, n in self.block_pcs)
+        self.NI = len(program.instructions())
         L, W = geo.warp_size, geo.W
         self.lane = jnp.arange(L, dtype=jnp.int32)
         self.lane_u32 = self.lane.astype(jnp.uint32)
@@ -618,8 +619,11 @@ class Machine:
         self.t_target = jnp.asarray([t.target for t in terms], jnp.int32)
         self.t_fall = jnp.asarray([t.fallthrough for t in terms], jnp.int32)
         self.t_reconv = jnp.asarray([t.reconv for t in terms], jnp.int32)
-        self.t_first = jnp.asarray([pc0 for pc0, _ in self.block_pcs], jnp.int32)  # each block's first pc
-        self.t_pc = jnp.asarray([pc0 + len(b.instrs) for b, (pc0, _) in zip(program.blocks, self.block_pcs)], jnp.int32)
+        self.first_pcs = program.first_pcs()
+        self.t_first = jnp.asarray(self.first_pcs, jnp.int32)
+        # the pc of each block's terminator instruction (blocks without one never fault at their end)
+        self.t_pc = jnp.asarray([p[len(b.instrs)] if len(p) > len(b.instrs) else 0
+                                 for b, p in zip(program.blocks, self.pcs)], jnp.int32)
         self.uses_ro_cache = self.options.ro_cache is not None and rocache.used_by(program)
         self._sync_tables()
         # blocks that do nothing but exit (no instructions; the exit pseudo-block too), [NB + 1]
@@ -645,12 +649,17 @@ class Machine:
         return memstage.WRITES
 
     @staticmethod
-    def prepare(program: Program, options: Options) -> Program:
+    def prepare(program: Program, options: Options, threaded: bool = True) -> Program:
         """The program as this machine runs it: straight runs of blocks merged (`merge_straight`: fewer steps),
         its blocks assigned to the compiled and interpreted tiers and cut after every instruction of the memory
-        stage (`memstage.split`)."""
-        merged = merge_straight(program)
-        return memstage.split(templates.plan(merged, options.compile_budget), Machine.memory_ops(options))
+        stage (`memstage.split`), and (`threaded`) jumps into a short block that ends in a branch threaded
+        (`thread_jumps`: a loop takes one step a trip instead of two)."""
+        merged = merge_straight(program.unthreaded())
+        kinds = Machine.memory_ops(options)
+        split = memstage.split(templates.plan(merged, options.compile_budget), kinds)
+        if not threaded:
+            return split
+        return thread_jumps(split, keep=lambda ins: not memstage.is_memory(ins, kinds), head_limit=THREAD_HEAD_LIMIT)
 
     @property
     def uses_shadow(self) -> bool:
@@ -663,12 +672,12 @@ class Machine:
         and whether it holds a `__syncwarp` (`has_warpsync` [NB])."""
         nb = self.NB
         mask, spc, ws = np.zeros(nb, np.uint32), np.zeros(nb, np.int32), np.zeros(nb, bool)
-        for b, (pc0, _) in zip(self.program.blocks, self.block_pcs):
+        for b, pcs in zip(self.program.blocks, self.pcs):
             for j, ins in enumerate(b.instrs):
                 mm = sanitizer.member_mask(ins)
                 ws[b.index] |= isa.spec(ins.operation).orders_warp
                 if mm is not None and not mask[b.index]:
-                    mask[b.index], spc[b.index] = mm, pc0 + j
+                    mask[b.index], spc[b.index] = mm, pcs[j]
         after = sanitizer.after_barrier(self.program) if "synccheck" in self.options.check else np.zeros((1, 1), bool)
         self.after = jnp.asarray(after)
         # what synccheck has to look at in this program (static: a kernel without barriers pays for none)
@@ -832,7 +841,7 @@ class Machine:
         m_pc = np.zeros(self.NB, np.int32)
         for b, (key, _) in zip(mem_blocks, mem_shapes):
             m_branch[b.index] = mkeys.setdefault(key, len(mkeys))
-            m_pc[b.index] = self.block_pcs[b.index][0] + len(b.instrs) - 1
+            m_pc[b.index] = self.pcs[b.index][len(b.instrs) - 1]
         self.mem_templates = list(mkeys)
         # the most rows of each register file one switch branch writes (its write set's size)
         k_writes = [0] * len(self.files)
@@ -984,13 +993,13 @@ class Machine:
     # reads the memories and writes none (stores and atomics run in the memory stage).
     def _block_fn(self, k: int):
         blk = self.program.blocks[k]
-        pc0, _ = self.block_pcs[k]
+        pcs = self.pcs[k]
         term, body = blk.term, self.body[k]
 
         def fn(data, zero, active, wave, dyn, b):
             ex = _Exec(self, data, active, wave, dyn, zero, collect=True)
             for j, ins in enumerate(body):
-                ex.run(ins, pc0 + j)
+                ex.run(ins, pcs[j])
             if term.kind == BRANCH:
                 p = ex.read(term.pred).astype(bool)
                 taken = self.pack((~p if term.negate else p) & active)
@@ -1095,7 +1104,7 @@ class Machine:
             if key[0] == "exact":  # an instruction that cannot be a template: itself, at its own pc
                 blk = self.program.blocks[key[1]]
                 ex = _Exec(self, data, active, wave, dyn, zero)
-                ex.run(blk.instrs[-1], self.block_pcs[blk.index][0] + len(blk.instrs) - 1)
+                ex.run(blk.instrs[-1], self.pcs[blk.index][len(blk.instrs) - 1])
             else:
                 shape, _, kinds, _ = key
                 ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, self.m_rows[b], self.m_imms[b])

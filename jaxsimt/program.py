@@ -117,6 +117,9 @@ class Block:
     interpret: bool = False  # run by the interpreter tier (jaxsimt.templates), not compiled on its own
     origin: Optional[int] = None  # the front end's block this one was cut from by the tier plan (None: itself)
     origins: tuple = ()  # the front end's block of each of all_instrs(), where blocks were merged (empty: origin)
+    pcs: tuple = ()  # the pc of each of all_instrs(), in a program where blocks hold copies of other blocks'
+    # instructions (`thread_jumps`; empty: the block's place in the program's order of instructions)
+    unthreaded: Optional["Block"] = None  # this block before `thread_jumps` threaded a jump into it
 
     def all_instrs(self) -> list[Instr]:
         return self.instrs + ([self.term.instr] if self.term.instr is not None else [])
@@ -177,19 +180,39 @@ class Program:
         return len(self.blocks)
 
     def instructions(self) -> list[tuple[int, Instr]]:
-        """All instructions in pc order, as (block index, instr); the pc is the list index."""
-        out = []
-        for b in self.blocks:
-            out += [(b.index, i) for i in b.all_instrs()]
-        return out
+        """All instructions in pc order, as (block index, instr); the pc is the list index. An instruction some
+        blocks hold a copy of (`thread_jumps`) is listed once, with the first block that holds it."""
+        table: dict = {}
+        for b, pcs in zip(self.blocks, self.pc_lists()):
+            for pc, i in zip(pcs, b.all_instrs()):
+                table.setdefault(pc, (b.index, i))
+        return [table[pc] for pc in range(len(table))]
 
-    def block_pcs(self) -> list[tuple[int, int]]:
-        """(first pc, number of instructions) of each block."""
+    def pc_lists(self) -> list[tuple[int, ...]]:
+        """The pc of each instruction (all_instrs) of each block: consecutive in block order, unless the blocks
+        say otherwise (`Block.pcs`)."""
+        if any(b.pcs for b in self.blocks):
+            return [b.pcs for b in self.blocks]
         out, pc = [], 0
         for b in self.blocks:
             n = len(b.all_instrs())
-            out.append((pc, n))
+            out.append(tuple(range(pc, pc + n)))
             pc += n
+        return out
+
+    def unthreaded(self) -> "Program":
+        """The program before `thread_jumps` (itself where no jump was threaded): what a machine prepares when
+        it is given a program another machine ran (a launch result's)."""
+        if not any(b.pcs for b in self.blocks):
+            return self
+        return _with_blocks(self, [b.unthreaded or replace(b, pcs=()) for b in self.blocks])
+
+    def first_pcs(self) -> list[int]:
+        """Each block's first pc; for a block without instructions, the pc after the last one before it."""
+        out, last = [], -1
+        for pcs in self.pc_lists():
+            out.append(pcs[0] if pcs else last + 1)
+            last = pcs[-1] if pcs else last
         return out
 
     def dump(self) -> str:
@@ -464,6 +487,40 @@ def merge_straight(program: Program, limit: Optional[int] = None) -> Program:
             else chain[0].origins
         out.append(Block(k, instrs, term, interpret=chain[0].interpret, origin=chain[0].front_index, origins=origins))
     return _with_blocks(program, out)
+
+
+def thread_jumps(program: Program, keep=lambda ins: True, head_limit: int = 16, limit: Optional[int] = None) -> Program:
+    """The program with every unconditional jump (or fall-through) into a block that ends in a conditional branch
+    threaded: the jumping block also runs that block's instructions and ends in its branch, so one machine step
+    does both (a loop's body and the test at its head, each trip). The jump stays in the block as an instruction
+    that does nothing; the copies keep their pcs (`Block.pcs`), so every instruction counts as before.
+
+    Only where the lanes that jump always run the head alone: no branch reconverges at the head (lanes arriving
+    there from elsewhere would merge with them first), neither block is interpreted, and `keep(ins)` holds for
+    each instruction of both (the machine keeps stores and atomics last in their block). Under the reconvergence
+    stack that makes the threaded program execute, count and fault exactly as the original. Heads of at most
+    `head_limit` instructions (each threaded jump compiles its head once more), blocks of at most `limit`."""
+    blocks, exit_ = program.blocks, program.exit_index
+    reconv = {b.term.reconv for b in blocks if b.term.kind == BRANCH}
+    pcs = program.pc_lists()
+    limit = limit or MAX_BLOCK_INSTRUCTIONS
+    out, threaded = [], 0
+    for b in blocks:
+        t = b.term
+        head = blocks[t.target] if t.kind in (JUMP, FALL) and 0 <= t.target < exit_ else None
+        if (head is None or head.index == b.index or head.term.kind != BRANCH or head.index in reconv
+                or b.interpret or head.interpret or len(head.instrs) > head_limit
+                or len(b.instrs) + len(head.all_instrs()) + 1 > limit
+                or not all(keep(i) for i in b.instrs + head.instrs)):
+            out.append(replace(b, pcs=pcs[b.index]))
+            continue
+        mine = b.all_instrs()
+        out.append(Block(b.index, mine + head.instrs, replace(head.term), origin=b.front_index,
+                         origins=tuple(b.origin_of(j) for j in range(len(mine)))
+                         + tuple(head.origin_of(j) for j in range(len(head.all_instrs()))),
+                         pcs=pcs[b.index] + pcs[head.index], unthreaded=b))
+        threaded += 1
+    return _with_blocks(program, out) if threaded else program
 
 
 def cross_block_registers(program: Program) -> list[int]:

@@ -30,11 +30,7 @@ def stuck_report(m: Machine, geo, grid, wave: int, where, cta_table) -> str:
     cycle = sorted({int(recent[i % R]) for i in range(max(0, n - R), n)} - {-1})
     instrs = m.program.instructions()
 
-    def pcs_of(b):
-        pc0, k = m.block_pcs[b]
-        return range(pc0, pc0 + k)
-
-    cyc_pcs = [pc for b in cycle for pc in pcs_of(b)]
+    cyc_pcs = sorted({pc for b in cycle for pc in m.pcs[b]})
     ranges, start = [], None
     for i, pc in enumerate(cyc_pcs):
         start = pc if start is None else start
@@ -58,11 +54,11 @@ def stuck_report(m: Machine, geo, grid, wave: int, where, cta_table) -> str:
         if geo.items > 1:
             blk = f"{blk} of batch item {item}"
         if its_mode:
-            at = sorted({m.block_pcs[int(b)][0] for b in pcs[w] if b >= 0})
+            at = sorted({m.first_pcs[int(b)] for b in pcs[w] if b >= 0})
             who.append(f"warp {w % wpb} of block {blk} (pc groups at pcs {', '.join(map(str, at))})")
         else:
             who.append(f"warp {w % wpb} of block {blk} (stack depth {int(depth[w])}, running at pc "
-                       f"{m.block_pcs[int(pcs[w])][0]})")
+                       f"{m.first_pcs[int(pcs[w])]})")
     more = f" and {len(stuck) - 4} more warps" if len(stuck) > 4 else ""
     msg = f"; still running: {'; '.join(who)}{more}"
     if ranges:
@@ -113,7 +109,7 @@ def deadlock_report(m: Machine, geo, grid, wave: int, where, cta_table) -> str:
         groups = []
         for b in sorted({int(v) for v in pcs[w] if v >= 0}):
             lanes = bits(pcs[w] == b)
-            pc0 = m.block_pcs[b][0]
+            pc0 = m.first_pcs[b]
             if b in m.sync:
                 ins = m.program.blocks[b].instrs[0]
                 loc = f" ({ins.loc})" if ins.loc else ""

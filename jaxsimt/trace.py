@@ -93,13 +93,13 @@ def folded_mask(prog: Program, cls: "np.ndarray | None" = None) -> np.ndarray:
     instrs = prog.instructions()
     cls = cls if cls is not None else np.asarray([timing_class(o.operation) for _, o in instrs])
     out = np.zeros(len(instrs), bool)
-    first = {b.index: pc for b, (pc, _) in zip(prog.blocks, prog.block_pcs())}
-    for b, (pc0, n) in zip(prog.blocks, prog.block_pcs()):
-        for pc, ins in enumerate(b.instrs, pc0):
+    first = dict(enumerate(prog.first_pcs()))
+    for b, pcs in zip(prog.blocks, prog.pc_lists()):
+        for pc, ins in zip(pcs, b.instrs):
             op = ins.operation
             out[pc] = (isa.spec(op).copy and all(isinstance(x, (Reg, Imm)) for x in op.src)) or (
                 bool(op.attr("expansion")) and isa.memory(op) is None)
-        t, pc = b.term, pc0 + n - 1  # the terminator instruction, if any, is the block's last
+        t, pc = b.term, (pcs[-1] if pcs else -1)  # the terminator instruction, if any, is the block's last
         if t.instr is not None and t.kind == BRANCH and t.target in first:
             skipped = cls[pc + 1:first[t.target]]
             out[pc] = 0 < len(skipped) <= IF_CONVERT_MAX and not np.isin(skipped, (CONTROL, BARRIER)).any()
@@ -136,8 +136,10 @@ def streams(prog: Program, step_block: np.ndarray, step_mask: np.ndarray, max_le
     """Per-warp instruction streams from a step trace: step_block [S] (block run at each step),
     step_mask [S, W] (lanes of each warp that ran it; 0: the warp did not run). Returns (pcs [W, L] int32,
     -1 padded, truncated to max_len when > 0; full length [W] int64)."""
-    pcs0 = np.asarray([p for p, _ in prog.block_pcs()], np.int64)
-    nins = np.asarray([n for _, n in prog.block_pcs()], np.int64)
+    lists = prog.pc_lists()
+    nins = np.asarray([len(p) for p in lists], np.int64)
+    at = np.cumsum(nins) - nins  # each block's pcs in `flat`
+    flat = np.asarray([pc for p in lists for pc in p], np.int64)
     ran = np.asarray(step_mask) != 0
     b = np.asarray(step_block, np.int64)
     W = ran.shape[1]
@@ -150,7 +152,7 @@ def streams(prog: Program, step_block: np.ndarray, step_mask: np.ndarray, max_le
     warp_base = np.concatenate([[0], np.cumsum(lens)[:-1]])
     k = np.arange(int(n.sum())) - np.repeat(first, n)  # instruction index within its block
     pos = np.repeat(first - warp_base[w_of], n) + k  # position in its warp's stream
-    pc = np.repeat(pcs0[bs], n) + k
+    pc = flat[np.repeat(at[bs], n) + k]
     w_i = np.repeat(w_of, n)
     if max_len:
         keep = pos < max_len

@@ -66,7 +66,7 @@ def test_lane_dependent_loop_reconverges_and_simd_efficiency():
     r = js.launch(lane_loop, 1, 32, (out,))
     n = np.arange(32) % 4 + 1
     np.testing.assert_array_equal(r["out"], n * (n - 1) // 2)
-    prog = r.program
+    prog = lane_loop.program  # the front end's blocks (the machine threads the latch into the header)
     # Hand count. Per lane the loop header runs n+1 times, body and latch n times; the warp runs the
     # header max(n)+1 = 5 times, body and latch max(n) = 4 times; every other block once, all lanes.
     header = next(b for b in prog.blocks if b.term.kind == "branch")

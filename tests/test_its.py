@@ -51,7 +51,7 @@ def test_spin_lock_livelocks_under_the_stack_with_a_clear_error():
     assert "kernel spin_lock" in msg and "step budget of 300" in msg
     assert "warp 0 of block (0, 0, 0)" in msg and "stack depth 2" in msg
     # the loop's pcs: the atomicCAS spin (block 1) and its back edge (block 2)
-    pc1, n1 = K.spin_lock.program.block_pcs()[1]
+    pc1 = K.spin_lock.program.pc_lists()[1][0]
     assert f"cycled through pcs {pc1}-" in msg and "lock.atomic_cas" in msg
     assert "intra-warp lock" in msg and "mode='its'" in msg
 
@@ -72,7 +72,7 @@ def test_spin_lock_completes_under_its(spin_its):
         want.append((3, 1 << k))
     assert _schedule(r) == want
     # counters follow the schedule: per block, executions x instructions
-    n = [c for _, c in K.spin_lock.program.block_pcs()]
+    n = [len(p) for p in K.spin_lock.program.pc_lists()]
     warp = sum(n[b] for b, _ in want)
     thread = sum(n[b] * bin(m).count("1") for b, m in want)
     assert r.stats["smsp__inst_executed.sum"] == warp
@@ -152,15 +152,15 @@ def test_divergent_loop_same_results_different_schedule(loop_tail):
     # body and the increment as one step (`program.merge_straight`), so block 3 never appears on its own.
     # lanes by trip count t % 4: 0 -> 0x11111111, 1 -> 0x22222222, 2 -> 0x44444444, 3 -> 0x88888888
     A, L1, L2 = 0xFFFFFFFF, 0xEEEEEEEE, 0xCCCCCCCC
-    # stack: the lanes that leave the loop wait at its reconvergence point; the tail runs once
-    assert _schedule(loop_tail["stack"]) == [
-        (0, A), (1, A), (2, L1), (1, L1), (2, L2), (1, L2), (2, 0x88888888), (1, 0x88888888), (4, A)]
+    # stack: the lanes that leave the loop wait at its reconvergence point; the tail runs once. The entry and
+    # the back edge run the loop test in their own step (`program.thread_jumps`): block 1 never runs alone.
+    assert _schedule(loop_tail["stack"]) == [(0, A), (2, L1), (2, L2), (2, 0x88888888), (4, A)]
     # ITS: after each back edge the looping group yields and the group that left runs the tail on its own
     assert _schedule(loop_tail["its"]) == [
         (0, A), (1, A), (2, L1), (4, 0x11111111), (1, L1), (2, L2), (4, 0x22222222),
         (1, L2), (2, 0x88888888), (4, 0x44444444), (1, 0x88888888), (4, 0x88888888)]
     s, i = loop_tail["stack"].stats, loop_tail["its"].stats
-    tail = K.loop_tail.program.block_pcs()[4][1]
+    tail = len(K.loop_tail.program.pc_lists()[4])
     assert i["smsp__thread_inst_executed.sum"] == s["smsp__thread_inst_executed.sum"]
     assert i["smsp__inst_executed.sum"] == s["smsp__inst_executed.sum"] + 3 * tail  # tail 4 times, not once
     assert i["simd_efficiency"] < s["simd_efficiency"]
