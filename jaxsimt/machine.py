@@ -42,7 +42,7 @@ MEM_CONST_REQUESTS, MEM_CONST_ACCESSES, MEM_CACHE_HITS, MEM_CACHE_MISSES = range
 N_MEM = 10
 MEM_COLUMNS = ("requests", "sectors", "lines", "wavefronts", "bank_conflicts", "bytes", "const_requests",
                "const_accesses", "cache_hits", "cache_misses")
-THREAD_HEAD_LIMIT = 16  # the longest block a jump is threaded into (its instructions compile once more)
+THREAD_HEAD_LIMIT = 4  # the longest loop test a back edge is threaded into (its instructions compile once more)
 RECENT = 64  # steps of block history kept for the step-budget report (which blocks a stuck warp cycles through)
 
 
@@ -652,14 +652,16 @@ class Machine:
     def prepare(program: Program, options: Options, threaded: bool = True) -> Program:
         """The program as this machine runs it: straight runs of blocks merged (`merge_straight`: fewer steps),
         its blocks assigned to the compiled and interpreted tiers and cut after every instruction of the memory
-        stage (`memstage.split`), and (`threaded`) jumps into a short block that ends in a branch threaded
-        (`thread_jumps`: a loop takes one step a trip instead of two)."""
+        stage (`memstage.split`), and (`threaded`) loops' back edges threaded into their tests (`thread_jumps`: a
+        loop takes one step a trip instead of two)."""
         merged = merge_straight(program.unthreaded())
         kinds = Machine.memory_ops(options)
         split = memstage.split(templates.plan(merged, options.compile_budget), kinds)
         if not threaded:
             return split
-        return thread_jumps(split, keep=lambda ins: not memstage.is_memory(ins, kinds), head_limit=THREAD_HEAD_LIMIT)
+        # the jumping block keeps its store or atomic last; a head's loads would compile again
+        return thread_jumps(split, jumper_ok=lambda ins: not memstage.is_memory(ins, kinds),
+                            head_ok=lambda ins: isa.memory(ins) is None, head_limit=THREAD_HEAD_LIMIT)
 
     @property
     def uses_shadow(self) -> bool:

@@ -489,17 +489,19 @@ def merge_straight(program: Program, limit: Optional[int] = None) -> Program:
     return _with_blocks(program, out)
 
 
-def thread_jumps(program: Program, keep=lambda ins: True, head_limit: int = 16, limit: Optional[int] = None) -> Program:
-    """The program with every unconditional jump (or fall-through) into a block that ends in a conditional branch
-    threaded: the jumping block also runs that block's instructions and ends in its branch, so one machine step
-    does both (a loop's body and the test at its head, each trip). The jump stays in the block as an instruction
-    that does nothing; the copies keep their pcs (`Block.pcs`), so every instruction counts as before.
+def thread_jumps(program: Program, jumper_ok=lambda ins: True, head_ok=lambda ins: True, head_limit: int = 4,
+                 limit: Optional[int] = None) -> Program:
+    """The program with every loop's back edge threaded into the loop's test: a block that jumps (or falls)
+    back to a block ending in a conditional branch also runs that block's instructions and ends in its branch, so
+    one machine step runs the body and the test of a trip. The jump stays in the block as an instruction that
+    does nothing; the copies keep their pcs (`Block.pcs`), so every instruction counts as before.
 
     Only where the lanes that jump always run the head alone: no branch reconverges at the head (lanes arriving
-    there from elsewhere would merge with them first), neither block is interpreted, and `keep(ins)` holds for
-    each instruction of both (the machine keeps stores and atomics last in their block). Under the reconvergence
-    stack that makes the threaded program execute, count and fault exactly as the original. Heads of at most
-    `head_limit` instructions (each threaded jump compiles its head once more), blocks of at most `limit`."""
+    there from elsewhere would merge with them first) and neither block is interpreted. Under the reconvergence
+    stack that makes the threaded program execute, count and fault exactly as the original. Each threaded jump
+    compiles its head once more, so only backward jumps (a step saved every trip, not once), into heads of at
+    most `head_limit` instructions that all pass `head_ok`, from blocks whose instructions pass `jumper_ok`, and
+    of at most `limit` instructions together."""
     blocks, exit_ = program.blocks, program.exit_index
     reconv = {b.term.reconv for b in blocks if b.term.kind == BRANCH}
     pcs = program.pc_lists()
@@ -507,11 +509,11 @@ def thread_jumps(program: Program, keep=lambda ins: True, head_limit: int = 16, 
     out, threaded = [], 0
     for b in blocks:
         t = b.term
-        head = blocks[t.target] if t.kind in (JUMP, FALL) and 0 <= t.target < exit_ else None
-        if (head is None or head.index == b.index or head.term.kind != BRANCH or head.index in reconv
-                or b.interpret or head.interpret or len(head.instrs) > head_limit
+        head = blocks[t.target] if t.kind in (JUMP, FALL) and 0 <= t.target <= b.index else None
+        if (head is None or head.term.kind != BRANCH or head.index in reconv or b.interpret or head.interpret
+                or head.index == b.index or len(head.instrs) > head_limit
                 or len(b.instrs) + len(head.all_instrs()) + 1 > limit
-                or not all(keep(i) for i in b.instrs + head.instrs)):
+                or not all(map(jumper_ok, b.instrs)) or not all(map(head_ok, head.instrs))):
             out.append(replace(b, pcs=pcs[b.index]))
             continue
         mine = b.all_instrs()

@@ -152,9 +152,9 @@ def test_divergent_loop_same_results_different_schedule(loop_tail):
     # body and the increment as one step (`program.merge_straight`), so block 3 never appears on its own.
     # lanes by trip count t % 4: 0 -> 0x11111111, 1 -> 0x22222222, 2 -> 0x44444444, 3 -> 0x88888888
     A, L1, L2 = 0xFFFFFFFF, 0xEEEEEEEE, 0xCCCCCCCC
-    # stack: the lanes that leave the loop wait at its reconvergence point; the tail runs once. The entry and
-    # the back edge run the loop test in their own step (`program.thread_jumps`): block 1 never runs alone.
-    assert _schedule(loop_tail["stack"]) == [(0, A), (2, L1), (2, L2), (2, 0x88888888), (4, A)]
+    # stack: the lanes that leave the loop wait at its reconvergence point; the tail runs once. The back edge
+    # runs the loop test in its own step (`program.thread_jumps`): block 1 runs alone only on entry.
+    assert _schedule(loop_tail["stack"]) == [(0, A), (1, A), (2, L1), (2, L2), (2, 0x88888888), (4, A)]
     # ITS: after each back edge the looping group yields and the group that left runs the tail on its own
     assert _schedule(loop_tail["its"]) == [
         (0, A), (1, A), (2, L1), (4, 0x11111111), (1, L1), (2, L2), (4, 0x22222222),

@@ -82,8 +82,8 @@ def _launch(name, monkeypatch, threaded: bool, **kw):
 def test_threaded_jumps_count_what_separate_blocks_count(name, monkeypatch):
     threaded = _launch(name, monkeypatch, True, trace=True)
     plain = _launch(name, monkeypatch, False, trace=True)
-    if name == "naive_gemm":  # 24 trips of the k loop, one step fewer each, and the entry into the loop
-        assert plain.stats["emulator__steps"] - threaded.stats["emulator__steps"] == 25
+    if name == "naive_gemm":  # 24 trips of the k loop, one step fewer each
+        assert plain.stats["emulator__steps"] - threaded.stats["emulator__steps"] == 24
         np.testing.assert_allclose(threaded["C"], _naive_gemm()[3]()[3] @ _naive_gemm()[3]()[4], rtol=1e-5)
     if name == "if_then_loop":
         t = np.arange(64)
@@ -100,11 +100,11 @@ def test_threaded_jumps_count_what_separate_blocks_count(name, monkeypatch):
     np.testing.assert_array_equal(streams[0][1], streams[1][1])
 
 
-IF_THEN_LOOP_PTX = """
+CONTINUE_LOOP_PTX = """
 .version 8.0
 .target sm_90
 .address_size 64
-.visible .entry if_loop(.param .u64 pout)
+.visible .entry continue_loop(.param .u64 pout)
 {
     .reg .pred %p<3>;
     .reg .b32 %r<8>;
@@ -116,13 +116,12 @@ IF_THEN_LOOP_PTX = """
     and.b32 %r5, %r1, 3;
     and.b32 %r3, %r1, 1;
     setp.ne.u32 %p1, %r3, 0;
-    @%p1 bra $L_head;
-    add.u32 %r2, %r2, %r1;
 $L_head:
     setp.gt.u32 %p2, %r4, %r5;
     @%p2 bra $L_done;
-    add.u32 %r2, %r2, %r4;
     add.u32 %r4, %r4, 1;
+    @%p1 bra $L_head;
+    add.u32 %r2, %r2, %r4;
     bra.uni $L_head;
 $L_done:
     mul.wide.u32 %rd2, %r1, 4;
@@ -134,8 +133,8 @@ $L_done:
 
 
 def test_no_jump_is_threaded_into_a_reconvergence_point(monkeypatch):
-    """The loop's test is where the if's two paths meet: the even lanes must not run it before the odd ones
-    arrive (nvcc's PTX puts a loop's head at such a join), so neither jump into it is threaded."""
+    """The odd lanes `continue` straight to the loop's test, where the if inside the loop reconverges: the even
+    lanes' back edge must not run the test before the odd lanes join them there, so it is not threaded."""
     import jaxsimt.ptx as ptx_api
     from jaxsimt.ptx.lower import _CACHE
 
@@ -144,13 +143,14 @@ def test_no_jump_is_threaded_into_a_reconvergence_point(monkeypatch):
         if not threaded:
             monkeypatch.setattr(machine_mod, "thread_jumps", lambda p, **k: p)
         try:
-            return ptx_api.launch(IF_THEN_LOOP_PTX, "if_loop", 1, 64, [np.zeros(64, np.uint32)])
+            return ptx_api.launch(CONTINUE_LOOP_PTX, "continue_loop", 1, 64, [np.zeros(64, np.uint32)])
         finally:
             monkeypatch.undo()
 
     a, b = run(True), run(False)
     t = np.arange(64)
-    np.testing.assert_array_equal(a.outputs["pout"], np.where(t % 2 == 0, t, 0) + (t % 4) * (t % 4 + 1) // 2)
+    m = t % 4 + 1
+    np.testing.assert_array_equal(a.outputs["pout"], np.where(t % 2 == 0, m * (m + 1) // 2, 0))
     assert conformance.differences(a.stats, b.stats) == [] and a.per_instruction == b.per_instruction
 
 
