@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import jaxsimt as js
 from jaxsimt import conformance, machine as machine_mod
 from jaxsimt.kernels import gemm
 from jaxsimt.program import BRANCH, merge_straight
+from runs import assert_same_run, launch_fresh, naive_gemm_case
 
 
 def _flat(p):
@@ -46,46 +46,17 @@ def test_nothing_is_merged_into_a_block_other_paths_reach():
                     assert s in starts, name  # a jump or branch target begins a block
 
 
-def _naive_gemm_case():
-    n = 24
-    rng = np.random.default_rng(5)
-    a, b = rng.random((n, n), np.float32), rng.random((n, n), np.float32)
-    return gemm.BY_NAME["naive_coalesced"].kernel(), (2, 2), (16, 16), lambda: [n, n, n, a, b, np.zeros((n, n), np.float32)]
-
-
 @pytest.mark.parametrize("name", ["naive_gemm", "dsl_reduce_interleaved", "div_nested"])
 def test_merged_blocks_count_what_separate_blocks_count(name, monkeypatch):
     """Results, every counter and every instruction's row equal with and without merging; the naive GEMM's
     loop (body, then increment) takes one step a trip fewer."""
-    if name == "naive_gemm":
-        kernel, grid, block, args = _naive_gemm_case()
-        kind, case = "dsl", None
-    else:
-        kind, case = conformance.cases()[name]
-
-    def run():
-        if kind == "ptx":
-            from jaxsimt.kernels import collection
-            from jaxsimt.ptx.lower import _CACHE
-            _CACHE.clear()  # a fresh program: machines are kept on it
-            return collection.launch(case)[0]
-        k, g, b, make = (kernel, grid, block, args) if case is None else (case.kernel, case.grid, case.block, case.args)
-        k.program.__dict__.pop("_machines", None)
-        a = make()
-        r = js.launch(k, g, b, a)
-        if case is not None:
-            case.check(r, a)
-        return r
-
-    merged = run()
+    case = naive_gemm_case() if name == "naive_gemm" else name
+    merged = launch_fresh(case)
     monkeypatch.setattr(machine_mod, "merge_straight", lambda p: p)
-    apart = run()
+    apart = launch_fresh(case)
     if name == "naive_gemm":  # 24 trips of the k loop, one step fewer each
         assert apart.stats["emulator__steps"] - merged.stats["emulator__steps"] == 24
-        np.testing.assert_allclose(merged["C"], args()[3] @ args()[4], rtol=1e-5)
+        _, _, _, a, b, _ = case[3]()
+        np.testing.assert_allclose(merged["C"], a @ b, rtol=1e-5)
     assert merged.stats["emulator__steps"] <= apart.stats["emulator__steps"]
-    for k in apart.outputs:
-        np.testing.assert_array_equal(np.asarray(merged.outputs[k]).view(np.uint8),
-                                      np.asarray(apart.outputs[k]).view(np.uint8))
-    assert conformance.differences(merged.stats, apart.stats) == []
-    assert merged.per_instruction == apart.per_instruction
+    assert_same_run(merged, apart)

@@ -13,14 +13,7 @@ from jaxsimt.launch import _program_of
 from jaxsimt.machine import Geometry, Layout, Machine, Options
 from jaxsimt.ptx.lower import lower
 from jaxsimt.ptx.run import load_module
-
-
-def _same(a, b):
-    assert set(a.outputs) == set(b.outputs)
-    for k in a.outputs:
-        np.testing.assert_array_equal(np.asarray(a.outputs[k]).view(np.uint8), np.asarray(b.outputs[k]).view(np.uint8))
-    assert conformance.differences(a.stats, b.stats) == []
-    assert a.per_instruction == b.per_instruction
+from runs import assert_same_run
 
 
 @pytest.mark.parametrize("name", ["dsl_reduce_interleaved", "dsl_histogram", "div_nested", "smem_stride_s33"])
@@ -35,7 +28,7 @@ def test_interpreted_equals_compiled(name):
         case.check(b, args)
     assert all(blk.interpret for blk in b.program.blocks if blk.instrs)
     assert b.stats["emulator__steps"] > a.stats["emulator__steps"]
-    _same(a, b)
+    assert_same_run(a, b)
 
 
 def test_interpreted_equals_compiled_under_its():
@@ -43,7 +36,7 @@ def test_interpreted_equals_compiled_under_its():
                     (its_kernels.spin_lock, [np.zeros(1, np.int32), np.zeros(1, np.int32)])):
         a = js.launch(k, 1, 32, args, mode="its", compile_budget=None)
         b = js.launch(k, 1, 32, args, mode="its", compile_budget=0)
-        _same(a, b)
+        assert_same_run(a, b)
 
 
 def test_immediates_of_every_type_convert_as_compiled():
@@ -77,7 +70,7 @@ def test_immediates_of_every_type_convert_as_compiled():
     out = np.zeros(64, np.uint64)
     a = js.ptx.launch(ptx, "imms", 1, 32, [out], compile_budget=None)
     b = js.ptx.launch(ptx, "imms", 1, 32, [out], compile_budget=0)
-    _same(a, b)
+    assert_same_run(a, b)
     f1 = np.float32(0.1 + 0.2)
     r2 = (f1 + np.float32(0.1)).view(np.uint32)
     r3 = (~(np.arange(32, dtype=np.uint64) * 8 - np.uint64(3))) & np.uint64(0xFFFFFFFF)
@@ -124,4 +117,4 @@ def test_plan_compiles_loops_first_within_the_budget():
     args = (N, M, A, B, np.zeros((N, N), np.float32))
     a = js.launch(seeds.naive_matrix_multiply, (2, 2), (16, 16), args, compile_budget=None)
     b = js.launch(seeds.naive_matrix_multiply, (2, 2), (16, 16), args, compile_budget=budget)
-    _same(a, b)
+    assert_same_run(a, b)

@@ -7,17 +7,11 @@ import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import conformance, machine as machine_mod, trace
+from jaxsimt import machine as machine_mod, trace
 from jaxsimt.kernels import gemm
 from jaxsimt.machine import Machine, Options
 from jaxsimt.program import BRANCH
-
-
-def _naive_gemm():
-    n = 24
-    rng = np.random.default_rng(5)
-    a, b = rng.random((n, n), np.float32), rng.random((n, n), np.float32)
-    return gemm.BY_NAME["naive_coalesced"].kernel(), (2, 2), (16, 16), lambda: [n, n, n, a, b, np.zeros((n, n), np.float32)]
+from runs import assert_same_run, launch_fresh, naive_gemm_case
 
 
 def test_the_loop_body_ends_in_the_loop_test():
@@ -56,23 +50,8 @@ def _launch(name, monkeypatch, threaded: bool, **kw):
     if not threaded:
         monkeypatch.setattr(machine_mod, "thread_jumps", lambda p, **k: p)
     try:
-        if name in ("naive_gemm", "if_then_loop"):
-            kernel, grid, block, make = _naive_gemm() if name == "naive_gemm" else _if_then_loop()
-            case = None
-        else:
-            kind, case = conformance.cases()[name]
-            if kind == "ptx":
-                from jaxsimt.kernels import collection
-                from jaxsimt.ptx.lower import _CACHE
-                _CACHE.clear()  # a fresh program: machines are kept on it
-                return collection.launch(case, **kw)[0]
-            kernel, grid, block, make = case.kernel, case.grid, case.block, case.args
-        kernel.program.__dict__.pop("_machines", None)
-        args = make()
-        r = js.launch(kernel, grid, block, args, **kw)
-        if case is not None:
-            case.check(r, args)
-        return r
+        special = {"naive_gemm": naive_gemm_case, "if_then_loop": _if_then_loop}
+        return launch_fresh(special[name]() if name in special else name, **kw)
     finally:
         monkeypatch.undo()
 
@@ -84,17 +63,13 @@ def test_threaded_jumps_count_what_separate_blocks_count(name, monkeypatch):
     plain = _launch(name, monkeypatch, False, trace=True)
     if name == "naive_gemm":  # 24 trips of the k loop, one step fewer each
         assert plain.stats["emulator__steps"] - threaded.stats["emulator__steps"] == 24
-        _, _, _, a, b, _ = _naive_gemm()[3]()
+        _, _, _, a, b, _ = naive_gemm_case()[3]()
         np.testing.assert_allclose(threaded["C"], a @ b, rtol=1e-5)
     if name == "if_then_loop":
         t = np.arange(64)
         np.testing.assert_array_equal(threaded["out"], np.where(t % 3 == 0, t, 0) + (t % 4) * (t % 4 + 1) // 2)
     assert threaded.stats["emulator__steps"] <= plain.stats["emulator__steps"]
-    for k in plain.outputs:
-        np.testing.assert_array_equal(np.asarray(threaded.outputs[k]).view(np.uint8),
-                                      np.asarray(plain.outputs[k]).view(np.uint8))
-    assert conformance.differences(threaded.stats, plain.stats) == []
-    assert threaded.per_instruction == plain.per_instruction
+    assert_same_run(threaded, plain)
     # the timing model's view: each warp issues the same instructions in the same order
     streams = [trace.streams(r.program, r.trace["block"], r.trace["mask"]) for r in (threaded, plain)]
     np.testing.assert_array_equal(streams[0][0], streams[1][0])
@@ -152,12 +127,10 @@ def test_no_jump_is_threaded_into_a_reconvergence_point(monkeypatch):
     t = np.arange(64)
     m = t % 4 + 1
     np.testing.assert_array_equal(a.outputs["pout"], np.where(t % 2 == 0, m * (m + 1) // 2, 0))
-    assert conformance.differences(a.stats, b.stats) == [] and a.per_instruction == b.per_instruction
+    assert_same_run(a, b)
 
 
 def test_its_threads_no_jump():
     """Under ITS lanes that reach a loop's test from the entry and from the back edge may run it together."""
-    kernel, grid, block, make = _naive_gemm()
-    kernel.program.__dict__.pop("_machines", None)
-    r = js.launch(kernel, grid, block, make(), mode="its")
+    r = launch_fresh(naive_gemm_case(), mode="its")
     assert not any(b.pcs for b in r.program.blocks)
