@@ -40,6 +40,7 @@ class _AddressProbe(Machine):
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
+        self.defers_counts = False  # every access counted where it runs, so that it passes count_memory
         self.seen: dict[tuple[int, str], dict[int, tuple[np.ndarray, np.ndarray, int]]] = {}
 
     def _record(self, pc, name, addr, ok, nbytes):
@@ -49,11 +50,11 @@ class _AddressProbe(Machine):
             if int(w) < MAX_WARPS and int(w) not in per:
                 per[int(w)] = (np.asarray(addr[w], np.int64).copy(), np.asarray(ok[w], bool).copy(), int(nbytes))
 
-    def count_memory(self, mem, pc, op, name, addr, nbytes, ok, item, space=""):
-        if space != "const" and name in ("gmem", "smem"):
-            jax.debug.callback(self._record, jnp.asarray(pc, jnp.int32), jnp.int32(0 if name == "gmem" else 1),
-                               addr, ok, jnp.int32(nbytes))
-        return super().count_memory(mem, pc, op, name, addr, nbytes, ok, item, space)
+    def count_memory(self, mem, pc, shape, addr, ok, item):
+        if not shape.const:
+            jax.debug.callback(self._record, jnp.asarray(pc, jnp.int32), jnp.int32(0 if shape.name == "gmem" else 1),
+                               addr, ok, jnp.int32(shape.nbytes))
+        return super().count_memory(mem, pc, shape, addr, ok, item)
 
 
 def capture(result, block: int = 0) -> Optional[list[Access]]:

@@ -30,18 +30,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxsimt import barriers, constcache, errors, exact, generic, isa, lsu, memstage, memstats, rocache, sanitizer, stack, templates
+from jaxsimt import barriers, errors, exact, generic, isa, lsu, memcounts, memstage, rocache, sanitizer, stack, templates
 from jaxsimt import types as T
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Program, Reg, Terminator, merge_straight,
                               cross_block_registers, thread_jumps)
 
-# Per-instruction memory counters (columns of State.mem)
-MEM_REQUESTS, MEM_SECTORS, MEM_LINES, MEM_WAVEFRONTS, MEM_CONFLICTS, MEM_BYTES = range(6)
-# constant cache (requests, serialized accesses) and read-only/texture cache (sector hits, misses)
-MEM_CONST_REQUESTS, MEM_CONST_ACCESSES, MEM_CACHE_HITS, MEM_CACHE_MISSES = range(6, 10)
-N_MEM = 10
-MEM_COLUMNS = ("requests", "sectors", "lines", "wavefronts", "bank_conflicts", "bytes", "const_requests",
-               "const_accesses", "cache_hits", "cache_misses")
+from jaxsimt.memcounts import MEM_CACHE_HITS, MEM_CACHE_MISSES, MEM_COLUMNS, N_MEM  # noqa: F401 (re-exported)
 THREAD_HEAD_LIMIT = 4  # the longest loop test a back edge is threaded into (its instructions compile once more)
 RECENT = 64  # steps of block history kept for the step-budget report (which blocks a stuck warp cycles through)
 
@@ -186,7 +180,8 @@ class Counters(NamedTuple):
 class _Exec:
     """Trace-time helper holding the machine's data while one block's instructions are unrolled."""
 
-    def __init__(self, m: "Machine", data, active, wave, dyn: Dyn, zero, collect: bool = False):
+    def __init__(self, m: "Machine", data, active, wave, dyn: Dyn, zero, collect: bool = False,
+                 records: bool = False):
         self.m, self.active, self.wave, self.dyn, self.zero = m, active, wave, dyn, zero
         regs, self.gmem, self.smem, self.lmem, self.mem, self.fault, self.cache, self.findings, self.shadow = data
         self.regs = list(regs)  # register files, indexed by m.slot[reg.index] = (file, row)
@@ -200,6 +195,9 @@ class _Exec:
         # racecheck: the block's loads, as (memory 1 global / 2 shared, word [W, L], lanes, key, ordering word)
         # for the memory stage to record in the shadow (a block of the switch reads the shadow, never writes it)
         self.pending: list = []
+        # records: the step counts these instructions' accesses after them (`Machine.count_records`), which
+        # gather here as (memcounts.Shape, pc, addr [W, L], lanes [W, L]); else each is counted where it runs
+        self.records = [] if records else None
 
     def data(self):
         return (tuple(self.regs), self.gmem, self.smem, self.lmem, self.mem, self.fault, self.cache, self.findings,
@@ -268,6 +266,16 @@ class _Exec:
     def offset(self, ins: Instr):
         """A memory instruction's constant byte (or, indexed, element-scaled) offset."""
         return ins.attr("offset", 0)
+
+    def count(self, pc, op: str, name: str, addr, nbytes: int, ok, space: str = ""):
+        """Count one access of every warp of the step at instruction pc (`memcounts`): here, or as a record for
+        the step's counter stage. op: "ld" or "st", the direction the memory model counts; name: "gmem" or
+        "smem"; addr [W, L]; ok [W, L] the lanes that access."""
+        shape = memcounts.Shape(op, name, nbytes, space == "const")
+        if self.records is None:
+            self.mem = self.m.count_memory(self.mem, pc, shape, addr, ok, self.item)
+        else:
+            self.records.append((shape, pc, addr, ok))
 
     def record_fault(self, code: int, pc: int, bad, addr, other=-1, other_pc=-1):
         """A fault, or under the check it belongs to (`sanitizer.CHECK_OF`) a finding, at the lanes `bad`."""
@@ -411,8 +419,7 @@ class _Exec:
         name, widx, boff, addr, ok = self.address(ins, nbytes, pc, space, raw, act)
         space = space or ins.attr("space")
         if m.options.arch is not None and name in ("gmem", "smem"):
-            self.mem = m.count_memory(self.mem, pc, "st" if isa.memory(ins) == "write" else "ld", name, addr, nbytes,
-                                      ok, self.item, space)
+            self.count(pc, "st" if isa.memory(ins) == "write" else "ld", name, addr, nbytes, ok, space)
         if m.uses_ro_cache and ins.attr("cache") in ("ro", "tex") and name == "gmem":
             self.cache, hits, misses = rocache.access(self.cache, m.options.ro_cache, addr, nbytes, ok,
                                                       m.geo.warps_per_block)
@@ -482,8 +489,9 @@ class _TemplateExec(_Exec):
     `rows[k]` ([K] int32, run-time) or the immediate whose bits in each dtype are `imms[k]` ([K, n dtypes]
     uint64, run-time), as `kinds[k]` says ("reg" or the immediate's Python kind)."""
 
-    def __init__(self, m, data, active, wave, dyn, zero, kinds, rows, imms, collect: bool = False):
-        super().__init__(m, data, active, wave, dyn, zero, collect)
+    def __init__(self, m, data, active, wave, dyn, zero, kinds, rows, imms, collect: bool = False,
+                 records: bool = False):
+        super().__init__(m, data, active, wave, dyn, zero, collect, records)
         self.kinds, self.rows, self.imms = kinds, rows, imms
 
     def _placeholder(self, op):
@@ -637,6 +645,13 @@ class Machine:
         self.t_bar_id, self.t_bar_count, self.t_bar_arrive = (jnp.asarray(bars.bar_id), jnp.asarray(bars.count),
                                                               jnp.asarray(bars.arrive))
         self.exit_only = jnp.asarray([not b.instrs and b.term.kind == EXIT for b in program.blocks] + [True])
+        # Accesses are counted in a stage after the step's block, compiled once per access shape: compilations
+        # ~2x shorter than with the coalescer and bank model inlined at every memory instruction, and steps
+        # as fast or faster (docs/performance.md)
+        self.defers_counts = options.arch is not None
+        # [(access shape, the most records of it one branch leaves)] of the switch's branches and of the memory
+        # stage's functions, found when the step is first traced
+        self.record_shapes = self.mem_record_shapes = None
         self._jitted = exact.jit(self._run_wave, donate_argnums=(0,))
         self._executables: dict = {}  # argument shapes -> compiled wave
         self.compiles = 0  # wave executables compiled so far (LaunchResult.compiles: a launch's share)
@@ -917,29 +932,12 @@ class Machine:
     # -- memory counters --
     def tally(self, x, item):
         """[W] per-warp counts -> [I] int64 sums per batch item (`item` [W]: each warp's item)."""
-        x = x.astype(jnp.int64)
-        if self.geo.items == 1:
-            return jnp.sum(x)[None]
-        return jax.ops.segment_sum(x, item, num_segments=self.geo.items)
+        return memcounts.tally(x, item, self.geo.items)
 
-    def count_memory(self, mem, pc: int, op: str, name: str, addr, nbytes: int, ok, item, space: str = ""):
-        """Add one warp instruction's memory cost, for every warp of the step, to mem[:, pc] (per item;
-        `item` [W]: each warp's batch item; `op`: "ld" or "st", the direction the memory model counts)."""
-        arch = self.options.arch
-        if space == "const":
-            row = list(constcache.const_counts(addr, ok))
-            cols = [MEM_CONST_REQUESTS, MEM_CONST_ACCESSES]
-        elif name == "gmem":
-            row = list(memstats.global_counts(arch, addr, nbytes, ok, op))
-            cols = [MEM_REQUESTS, MEM_SECTORS, MEM_LINES]
-        else:
-            row = list(memstats.shared_counts(arch, addr, nbytes, ok))
-            cols = [MEM_WAVEFRONTS, MEM_CONFLICTS]
-        row.append(jnp.sum(ok, axis=-1) * nbytes)
-        cols.append(MEM_BYTES)
-        add = jnp.zeros((self.geo.items, N_MEM), jnp.int64).at[:, jnp.asarray(cols)].set(
-            jnp.stack([self.tally(r, item) for r in row], axis=1))
-        return mem.at[:, pc].add(add)
+    def count_memory(self, mem, pc, shape: memcounts.Shape, addr, ok, item):
+        """mem [I, NI, N_MEM] with one access (addr [W, L], lanes ok [W, L]) of every warp of the step counted
+        at instruction pc."""
+        return memcounts.count_inline(self.options.arch, mem, pc, shape, addr, ok, item)
 
     # -- lanes and threads --
     def pack(self, bits):
@@ -999,7 +997,7 @@ class Machine:
         term, body = blk.term, self.body[k]
 
         def fn(data, zero, active, wave, dyn, b):
-            ex = _Exec(self, data, active, wave, dyn, zero, collect=True)
+            ex = _Exec(self, data, active, wave, dyn, zero, collect=True, records=self.defers_counts)
             for j, ins in enumerate(body):
                 ex.run(ins, pcs[j])
             if term.kind == BRANCH:
@@ -1016,7 +1014,8 @@ class Machine:
         shape, branch, kinds, _ = key
 
         def fn(data, zero, active, wave, dyn, b):
-            ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, self.t_rows[b], self.t_imms[b], collect=True)
+            ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, self.t_rows[b], self.t_imms[b], collect=True,
+                               records=self.defers_counts)
             pc = self.t_first[b]
             for j, ins in enumerate(shape):
                 ex.run(ins, pc + j)
@@ -1033,7 +1032,42 @@ class Machine:
         _, gmem, smem, lmem, *_, shadow = data
         if ex.gmem is not gmem or ex.smem is not smem or ex.lmem is not lmem or ex.shadow is not shadow:
             raise AssertionError("a block wrote a memory outside the memory stage")
-        return self.write_set(ex.writes), ex.mem, ex.fault, ex.cache, ex.findings, self.pending_set(ex.pending), taken
+        return (self.write_set(ex.writes), ex.mem, ex.fault, ex.cache, ex.findings, self.pending_set(ex.pending), taken,
+                self.record_set(ex.records, self.record_shapes))
+
+    # -- the counter stage: every access of the step counted after its block and its memory stage --
+    def record_set(self, records, shapes) -> dict:
+        """Access records (`_Exec.records`) as {shape: `memcounts.Records`} for `shapes` [(memcounts.Shape,
+        slots)], each padded to its slots. While shapes are being found (None: `_record_shapes`), {} and the
+        records' shapes noted in `_shapes_seen`."""
+        if records is None:  # counted where they ran
+            return {}
+        if shapes is None:
+            self._shapes_seen.append([r[0] for r in records])
+            return {}
+        return {shape: memcounts.pack([r[1:] for r in records if r[0] == shape], k, self.active_shape)
+                for shape, k in shapes}
+
+    def _record_shapes(self, fns, args) -> list:
+        """[(memcounts.Shape, the most records of it one of `fns` leaves)], from an abstract trace of each
+        fn(*args) (the trace that builds the step next, without its code)."""
+        self._shapes_seen = []
+        for fn in fns:
+            jax.eval_shape(fn, *args)
+        most: dict = {}
+        for seen in self._shapes_seen:
+            for shape in set(seen):
+                most[shape] = max(most.get(shape, 0), seen.count(shape))
+        return sorted(most.items())
+
+    def count_records(self, mem, records: dict, item):
+        """mem [I, NI, N_MEM] with the step's access records counted: each shape's records at once, compiled
+        once per shape whatever the kernel (skipped where the step left none of that shape)."""
+        for shape, rec in sorted(records.items()):
+            mem = lax.cond(jnp.any(rec.ok),
+                           lambda m, r, shape=shape: memcounts.count_records(self.options.arch, m, shape, r, item),
+                           lambda m, r: m, mem, rec)
+        return mem
 
     def write_set(self, writes: list) -> tuple:
         """A branch's register writes as one (rows [K_f] int32, values [K_f, W, L]) pair per register file, K_f
@@ -1099,46 +1133,58 @@ class Machine:
         return [self._block_fn(k) for k in self.compiled] + [self._template_fn(key) for key in self.templates]
 
     def _memory_fn(self, key, active, wave, dyn, zero, b):
-        """The memory stage's function for one memory-instruction shape, for block b: data -> data, where data
-        is (regs, gmem, smem, lmem, mem, fault, cache)."""
+        """The memory stage's function for one memory-instruction shape, for block b: data -> (data, its access
+        records for the counter stage), data as `_Exec` takes it."""
 
         def fn(data):
             if key[0] == "exact":  # an instruction that cannot be a template: itself, at its own pc
                 blk = self.program.blocks[key[1]]
-                ex = _Exec(self, data, active, wave, dyn, zero)
+                ex = _Exec(self, data, active, wave, dyn, zero, records=self.defers_counts)
                 ex.run(blk.instrs[-1], self.pcs[blk.index][len(blk.instrs) - 1])
             else:
                 shape, _, kinds, _ = key
-                ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, self.m_rows[b], self.m_imms[b])
+                ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, self.m_rows[b], self.m_imms[b],
+                                   records=self.defers_counts)
                 ex.run(shape[0], self.m_pc[b])
-            return ex.data()
+            return ex.data(), self.record_set(ex.records, self.mem_record_shapes)
 
         return fn
 
-    def _memory_stage(self, b, s: State, active, wave, dyn: Dyn) -> State:
-        """Run block b's store or atomic, if it has one, for the `active` lanes (see `jaxsimt.memstage`)."""
+    def _memory_stage(self, b, s: State, active, wave, dyn: Dyn):
+        """Run block b's store or atomic, if it has one, for the `active` lanes (see `jaxsimt.memstage`).
+        Returns (state, its access records for the counter stage)."""
         if not self.mem_templates:
-            return s
+            return s, {}
         data = (s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow)
-        for k, key in enumerate(self.mem_templates):
-            data = lax.cond(self.m_branch[b] == k, self._memory_fn(key, active, wave, dyn, s.zero, b),
-                            lambda d: d, data)
+        fns = [self._memory_fn(key, active, wave, dyn, s.zero, b) for key in self.mem_templates]
+        if self.defers_counts and self.mem_record_shapes is None:
+            self.mem_record_shapes = self._record_shapes(fns, (data,))
+        out = (data, {shape: memcounts.pack([], k, self.active_shape) for shape, k in self.mem_record_shapes or ()})
+        for k, fn in enumerate(fns):
+            out = lax.cond(self.m_branch[b] == k, lambda o, fn=fn: fn(o[0]), lambda o: o, out)
+        data, records = out
         regs, gmem, smem, lmem, mem, fault, cache, findings, shadow = data
         return s._replace(regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, cache=cache,
-                          findings=findings, shadow=shadow)
+                          findings=findings, shadow=shadow), records
 
     def _run_block(self, b, fns, s: State, active, wave, dyn: Dyn):
         """Run block b for the `active` lanes [W, L]: its body (its compiled branch or its template), then its
         store or atomic; returns (state, lanes whose branch predicate holds [W] uint32)."""
         args = ((s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow), s.zero, active, wave,
                 dyn, b)
-        ws, mem, fault, cache, findings, pending, taken = (lax.switch(self.branch_of[b], fns, *args) if len(fns) > 1
-                                                           else fns[0](*args))
+        if self.defers_counts and self.record_shapes is None:
+            self.record_shapes = self._record_shapes(fns, args)
+        ws, mem, fault, cache, findings, pending, taken, records = (
+            lax.switch(self.branch_of[b], fns, *args) if len(fns) > 1 else fns[0](*args))
         regs = tuple(self.write_back(r, rows, vals) for r, (rows, vals) in zip(s.regs, ws))
         s = s._replace(regs=regs, mem=mem, fault=fault, cache=cache, findings=findings)
         if pending:
             s = s._replace(shadow=self.record_loads(s.shadow, s.findings, pending))
-        s = self._memory_stage(b, s, active, wave, dyn)
+        s, stored = self._memory_stage(b, s, active, wave, dyn)
+        if records or stored:
+            records = {shape: memcounts.concat(records.get(shape), stored.get(shape))
+                       for shape in set(records) | set(stored)}
+            s = s._replace(mem=self.count_records(s.mem, records, self.item_of_warp(wave, dyn)))
         return s, taken
 
     # -- the shared part of a step: scheduling, terminators, stacks, barriers --

@@ -97,10 +97,23 @@ def global_counts(arch: Arch, addr, nbytes: int, active, op: str):
     if not fast_ok:
         return exact(None)
     # Accesses are aligned to their size (<= a sector), so each touches exactly one sector; where every warp's
-    # pattern has a shortcut the wave takes it, else the exact per-warp model.
+    # pattern has a shortcut the wave takes it, else the sorted sectors of every warp.
     sec = (addr // arch.sector_size).astype(jnp.int32)  # int32: cheaper, and exact below 64 GiB
     requests, sectors, lines, covered = _global_fast(sec, active, ratio)
-    return lax.cond(jnp.all(covered), lambda _: (requests, sectors, lines), exact, None)
+    return lax.cond(jnp.all(covered), lambda _: (requests, sectors, lines),
+                    lambda _: _global_sorted(sec, active, ratio), None)
+
+
+def _global_sorted(keys, active, ratio: int):
+    """(requests, distinct keys, distinct keys // ratio) of each warp's active lanes, for any pattern: the
+    keys sorted along the lanes, where a distinct key is one that differs from its predecessor (and a
+    distinct line likewise, since sorting keys sorts their lines). [W, L] int32 keys >= 0 -> [W] int32 x 3."""
+    none = jnp.iinfo(jnp.int32).max  # sorts after every key; no access reaches that sector
+    k = jnp.sort(jnp.where(active, keys, none), axis=1)
+    prev = jnp.concatenate([jnp.full((k.shape[0], 1), -1, jnp.int32), k[:, :-1]], axis=1)
+    on = k != none
+    n_key, n_line = _fields(on & (k != prev), on & ((k // ratio) != jnp.where(prev < 0, -1, prev // ratio)))
+    return jnp.any(active, axis=1).astype(jnp.int32), n_key.astype(jnp.int32), n_line.astype(jnp.int32)
 
 
 def shared_counts(arch: Arch, addr, nbytes: int, active):

@@ -15,7 +15,7 @@ ROOT = os.path.dirname(os.path.abspath(jaxsimt.__file__))
 LAYERS = {
     "base": "errors types exact arch demangle ptx.errors",
     "program": "program",
-    "units": "alu lsu memstats coalescing banks constcache rocache texture generic regbanks occupancy stack barriers "
+    "units": "alu lsu memstats memcounts coalescing banks constcache rocache texture generic regbanks occupancy stack barriers "
              "ptxops isa mma mma.layouts mma.ops mma.numerics mma.execute mma.fixture",
     "machine": "machine templates memstage sanitizer its stuck",
     "timing": "trace timing cost kscale timeline",

@@ -101,7 +101,7 @@ def ldmatrix(ex, ins, pc: int):
     finally:
         ex.active = active
     if ex.m.options.arch is not None:
-        ex.mem = ex.m.count_memory(ex.mem, pc, "ld", name, addr, 16, ok, ex.item)
+        ex.count(pc, "ld", name, addr, 16, ok)
     words = jnp.stack(lsu.load(getattr(ex, name), widx, boff, ok, T.u32, 4), axis=-1)  # [W, 32, 4]
     halves = jnp.stack([words & 0xFFFF, words >> 16], axis=-1).reshape(words.shape[:2] + (8,))
     tab = _ldmatrix_table(num, trans)

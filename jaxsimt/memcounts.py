@@ -1,0 +1,110 @@
+"""The memory counters of a step: what each global, shared and constant access costs (requests, sectors,
+lines, wavefronts, bank conflicts, bytes), added to the per-instruction counters.
+
+Two ways to run them, with the same numbers:
+
+- inline: each access is counted where it executes, fused with its block's code (the fastest steady state,
+  but every memory instruction of a kernel compiles its own copy of the coalescer and bank model);
+- as a stage after the step's block: an access leaves a record (its shape, pc, addresses and lanes), the
+  block's records of one shape are counted together, and the counting code compiles once per access shape
+  whatever the kernel's length (`Records`, `count_records`).
+
+Shapes: W warps, L lanes, I batch items, NI instructions, K records of one shape.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxsimt import constcache, memstats
+from jaxsimt.arch import Arch
+
+# Per-instruction memory counters (columns of a machine's State.mem, [I, NI, N_MEM])
+MEM_REQUESTS, MEM_SECTORS, MEM_LINES, MEM_WAVEFRONTS, MEM_CONFLICTS, MEM_BYTES = range(6)
+# constant cache (requests, serialized accesses) and read-only/texture cache (sector hits, misses)
+MEM_CONST_REQUESTS, MEM_CONST_ACCESSES, MEM_CACHE_HITS, MEM_CACHE_MISSES = range(6, 10)
+N_MEM = 10
+MEM_COLUMNS = ("requests", "sectors", "lines", "wavefronts", "bank_conflicts", "bytes", "const_requests",
+               "const_accesses", "cache_hits", "cache_misses")
+
+
+class Shape(NamedTuple):
+    """What decides how an access is counted (static): the direction the memory model counts ("ld" or "st"),
+    the memory ("gmem" or "smem"), the bytes per lane, and whether it goes through the constant cache."""
+
+    op: str
+    name: str
+    nbytes: int
+    const: bool
+
+
+def counts(arch: Arch, shape: Shape, addr, ok) -> tuple:
+    """(columns, [rows]) of one access shape: the counter columns it feeds and, per column, the count of each
+    warp [W] (addr [W, L] int64 byte addresses, or offsets in the block's shared window; ok [W, L] the lanes
+    that access)."""
+    if shape.const:
+        rows = list(constcache.const_counts(addr, ok))
+        cols = [MEM_CONST_REQUESTS, MEM_CONST_ACCESSES]
+    elif shape.name == "gmem":
+        rows = list(memstats.global_counts(arch, addr, shape.nbytes, ok, shape.op))
+        cols = [MEM_REQUESTS, MEM_SECTORS, MEM_LINES]
+    else:
+        rows = list(memstats.shared_counts(arch, addr, shape.nbytes, ok))
+        cols = [MEM_WAVEFRONTS, MEM_CONFLICTS]
+    return cols + [MEM_BYTES], rows + [jnp.sum(ok, axis=-1) * shape.nbytes]
+
+
+def tally(x, item, items: int):
+    """[..., W] per-warp counts -> [..., I] int64 sums per batch item (`item` [W]: each warp's item)."""
+    x = x.astype(jnp.int64)
+    if items == 1:
+        return jnp.sum(x, axis=-1, keepdims=True)
+    moved = jnp.moveaxis(x, -1, 0)
+    return jnp.moveaxis(jax.ops.segment_sum(moved, item, num_segments=items), 0, -1)
+
+
+def count_inline(arch: Arch, mem, pc, shape: Shape, addr, ok, item):
+    """mem [I, NI, N_MEM] with one access of every warp of the step counted at instruction pc."""
+    cols, rows = counts(arch, shape, addr, ok)
+    add = jnp.stack([tally(r, item, mem.shape[0]) for r in rows], axis=-1)  # [I, C]
+    return mem.at[:, pc, jnp.asarray(cols)].add(add)
+
+
+class Records(NamedTuple):
+    """A step's accesses of one shape, K slots: pcs [K] int32, addr [K, W, L] int64, ok [K, W, L] bool (a slot
+    that no access filled has no lane)."""
+
+    pcs: jnp.ndarray
+    addr: jnp.ndarray
+    ok: jnp.ndarray
+
+
+def pack(found: list, capacity: int, lanes_shape: tuple) -> Records:
+    """Records of one shape from the (pc, addr, ok) a block left, padded to `capacity` slots."""
+    pad = capacity - len(found)
+    if pad < 0:
+        raise AssertionError(f"{len(found)} accesses of one shape, more than the {capacity} counted")
+    pcs = [jnp.asarray(p, jnp.int32) for p, _, _ in found] + [jnp.int32(0)] * pad
+    addr = [jnp.broadcast_to(jnp.asarray(a, jnp.int64), lanes_shape) for _, a, _ in found]
+    ok = [jnp.broadcast_to(o, lanes_shape) for _, _, o in found]
+    addr += [jnp.zeros(lanes_shape, jnp.int64)] * pad
+    ok += [jnp.zeros(lanes_shape, bool)] * pad
+    return Records(jnp.stack(pcs), jnp.stack(addr), jnp.stack(ok))
+
+
+def count_records(arch: Arch, mem, shape: Shape, rec: Records, item):
+    """mem [I, NI, N_MEM] with every record of one shape counted at its pc: the K slots' warps counted as
+    one wave of K x W warps (slots without lanes count nothing)."""
+    K, W, L = rec.ok.shape
+    cols, rows = counts(arch, shape, rec.addr.reshape(K * W, L), rec.ok.reshape(K * W, L))
+    add = jnp.stack([tally(r.reshape(K, W), item, mem.shape[0]) for r in rows], axis=-1)  # [K, I, C]
+    return mem.at[:, rec.pcs[:, None], jnp.asarray(cols)[None, :]].add(jnp.moveaxis(add, 1, 0))
+
+
+def concat(a, b):
+    """Two `Records` of one shape as one (either may be None)."""
+    if a is None or b is None:
+        return a if b is None else b
+    return Records(*(jnp.concatenate([x, y]) for x, y in zip(a, b)))
