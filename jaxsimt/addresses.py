@@ -38,9 +38,10 @@ class Access:
 class _AddressProbe(Machine):
     """A Machine whose memory model also reports every warp instruction's addresses to `self.seen`."""
 
+    count_stage = False  # every access counted where it runs, so that it passes count_memory
+
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
-        self.defers_counts = False  # every access counted where it runs, so that it passes count_memory
         self.seen: dict[tuple[int, str], dict[int, tuple[np.ndarray, np.ndarray, int]]] = {}
 
     def _record(self, pc, name, addr, ok, nbytes):

@@ -607,6 +607,11 @@ def record_fault(fault: Fault, code: int, pc, bad, addr, wave) -> Fault:
 class Machine:
     """A program bound to a wave shape and memory sizes; `run_wave` is the compiled run of one wave."""
 
+    # Accesses are counted in a stage after the step's block, compiled once per access shape (False: where each
+    # runs, the coalescer and bank model compiled at every memory instruction). The stage compiles ~2x faster
+    # and steps as fast or faster (docs/performance.md); both count the same.
+    count_stage = True
+
     def __init__(self, program: Program, geo: Geometry, layout: Layout, options: Options):
         program = self.prepare(program, options)
         self.program, self.geo, self.layout, self.options = program, geo, layout, options
@@ -645,10 +650,7 @@ class Machine:
         self.t_bar_id, self.t_bar_count, self.t_bar_arrive = (jnp.asarray(bars.bar_id), jnp.asarray(bars.count),
                                                               jnp.asarray(bars.arrive))
         self.exit_only = jnp.asarray([not b.instrs and b.term.kind == EXIT for b in program.blocks] + [True])
-        # Accesses are counted in a stage after the step's block, compiled once per access shape: compilations
-        # ~2x shorter than with the coalescer and bank model inlined at every memory instruction, and steps
-        # as fast or faster (docs/performance.md)
-        self.defers_counts = options.arch is not None
+        self.defers_counts = options.arch is not None and self.count_stage
         # [(access shape, the most records of it one branch leaves)] of the switch's branches and of the memory
         # stage's functions, found when the step is first traced
         self.record_shapes = self.mem_record_shapes = None
