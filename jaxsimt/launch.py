@@ -18,7 +18,7 @@ from jaxsimt.arch import Arch, get_arch
 from jaxsimt.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
 from jaxsimt.coalescing import METRIC_REQUESTS, METRIC_SECTORS
 from jaxsimt.its import ItsMachine
-from jaxsimt.machine import MEM_COLUMNS, Dyn, Fault, Geometry, Layout, Machine, Options
+from jaxsimt.machine import MEM_COLUMNS, Dyn, Fault, Geometry, Layout, Machine, Options, device_table
 from jaxsimt.occupancy import occupancy, registers_limit
 from jaxsimt.program import BRANCH, Program, estimate_registers
 from jaxsimt.options import LaunchOptions
@@ -407,14 +407,14 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
         with jax.enable_x64(True):
             m = machine(prog, geo, layout, options) if machine is not None else _machine(prog, geo, layout, options, mode)
             compiles_before = m.compiles
-            dyn = Dyn(jnp.asarray(grid, jnp.int32), jnp.int32(n_ctas), jnp.asarray(np.asarray(bases, np.int64)),
-                      jnp.asarray(np.asarray(sizes, np.int64)), tuple(jnp.asarray(s) for s in scalars), None,
-                      jnp.asarray(tex_dims), jnp.int32(min(max_steps, np.iinfo(np.int32).max)))
+            dyn = Dyn(device_table(grid, np.int32), jnp.int32(n_ctas), device_table(bases, np.int64),
+                      device_table(sizes, np.int64), tuple(device_table(s) for s in scalars), None,
+                      device_table(tex_dims), jnp.int32(min(max_steps, np.iinfo(np.int32).max)))
             # one device: the table padded to a power of two of waves (padding blocks start finished and are never
             # run), so that launches of one machine with similar numbers of waves share one compiled wave
             cta_table = np.full((n_waves if devices is not None else _pow2(n_waves)) * cpw, n_items * n_ctas, np.int32)
             cta_table[:fused.size] = fused
-            gm = jnp.asarray(gmem.view(np.uint32))
+            gm = device_table(gmem.view(np.uint32))
             shadowed = bool(checks & {"racecheck", "initcheck"})  # the machine keeps shadow memory
             if shadowed:
                 atomics = any(isa.memory(ins) == "atomic" for _, ins in prog.instructions())
@@ -429,7 +429,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                     raise _fault_error(prog, m, geo, grid, sizes, fault, max_steps, cta_table, default_budget=default_budget)
                 traces = []
             else:
-                dyn = dyn._replace(ctas=jnp.asarray(cta_table))
+                dyn = dyn._replace(ctas=device_table(cta_table))
                 cnt = m.zero_counters()
                 traces, total_steps = [], 0
                 ctx = jax.disable_jit() if not jit else _nullcontext()

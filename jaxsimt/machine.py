@@ -560,6 +560,12 @@ def _has_compile_option(name: str) -> bool:
     return True
 
 
+def device_table(x, dtype=None):
+    """A host table (a list or numpy array) as a device array: a transfer, where `jnp.asarray` compiles a small
+    program for every new shape (about 10 ms each, dozens per kernel set-up)."""
+    return jax.device_put(np.asarray(x, dtype))
+
+
 def reinterpret(x, src: T.DType, dst: T.DType):
     """Bits of `x` (type src) as type dst: same width bitcast, else truncate / zero-extend the bits."""
     if src == dst:
@@ -621,21 +627,21 @@ class Machine:
         self._tiers()
         self.NI = len(program.instructions())
         L, W = geo.warp_size, geo.W
-        self.lane = jnp.arange(L, dtype=jnp.int32)
-        self.lane_u32 = self.lane.astype(jnp.uint32)
-        warp = jnp.arange(W, dtype=jnp.int32)
-        self.cta_of_warp = warp // geo.warps_per_block
-        self.warp_in_cta = warp % geo.warps_per_block
+        self.lane = device_table(np.arange(L), np.int32)
+        self.lane_u32 = device_table(np.arange(L), np.uint32)
+        warp = np.arange(W, dtype=np.int32)
+        self.cta_of_warp = device_table(warp // geo.warps_per_block)
+        self.warp_in_cta = device_table(warp % geo.warps_per_block)
         # Terminator tables, indexed by the running block.
         terms = [b.term for b in program.blocks]
-        self.t_kind = jnp.asarray([int(_KIND[t.kind]) for t in terms], jnp.int32)
-        self.t_target = jnp.asarray([t.target for t in terms], jnp.int32)
-        self.t_fall = jnp.asarray([t.fallthrough for t in terms], jnp.int32)
-        self.t_reconv = jnp.asarray([t.reconv for t in terms], jnp.int32)
+        self.t_kind = device_table([int(_KIND[t.kind]) for t in terms], jnp.int32)
+        self.t_target = device_table([t.target for t in terms], jnp.int32)
+        self.t_fall = device_table([t.fallthrough for t in terms], jnp.int32)
+        self.t_reconv = device_table([t.reconv for t in terms], jnp.int32)
         self.first_pcs = program.first_pcs()
-        self.t_first = jnp.asarray(self.first_pcs, jnp.int32)
+        self.t_first = device_table(self.first_pcs, jnp.int32)
         # the pc of each block's terminator instruction (blocks without one never fault at their end)
-        self.t_pc = jnp.asarray([p[len(b.instrs)] if len(p) > len(b.instrs) else 0
+        self.t_pc = device_table([p[len(b.instrs)] if len(p) > len(b.instrs) else 0
                                  for b, p in zip(program.blocks, self.pcs)], jnp.int32)
         self.uses_ro_cache = self.options.ro_cache is not None and rocache.used_by(program)
         self._sync_tables()
@@ -647,9 +653,9 @@ class Machine:
                           arch.barriers_per_block if arch is not None else barriers.PTX_BARRIERS)
         self.n_barriers = bars.n
         self.counted_barriers = bool(bars.count.any())  # static: only then can arrivals name different counts
-        self.t_bar_id, self.t_bar_count, self.t_bar_arrive = (jnp.asarray(bars.bar_id), jnp.asarray(bars.count),
-                                                              jnp.asarray(bars.arrive))
-        self.exit_only = jnp.asarray([not b.instrs and b.term.kind == EXIT for b in program.blocks] + [True])
+        self.t_bar_id, self.t_bar_count, self.t_bar_arrive = (device_table(bars.bar_id), device_table(bars.count),
+                                                              device_table(bars.arrive))
+        self.exit_only = device_table([not b.instrs and b.term.kind == EXIT for b in program.blocks] + [True])
         self.defers_counts = options.arch is not None and self.count_stage
         # [(access shape, the most records of it one branch leaves)] of the switch's branches and of the memory
         # stage's functions, found when the step is first traced
@@ -698,11 +704,11 @@ class Machine:
                 if mm is not None and not mask[b.index]:
                     mask[b.index], spc[b.index] = mm, pcs[j]
         after = sanitizer.after_barrier(self.program) if "synccheck" in self.options.check else np.zeros((1, 1), bool)
-        self.after = jnp.asarray(after)
+        self.after = device_table(after)
         # what synccheck has to look at in this program (static: a kernel without barriers pays for none)
         self.has_barriers = bool(after.any())
         self.has_sync_masks = bool(mask.any())
-        self.sync_mask, self.sync_pc, self.has_warpsync = jnp.asarray(mask), jnp.asarray(spc), jnp.asarray(ws)
+        self.sync_mask, self.sync_pc, self.has_warpsync = device_table(mask), device_table(spc), device_table(ws)
 
     def flag(self, fault, findings, code: int, pc, bad, addr, wave, other=-1, other_pc=-1):
         """(fault, findings) with a fault of `code` at the lanes `bad` [W, L] recorded: as a finding where its
@@ -854,7 +860,7 @@ class Machine:
             branch_of[b.index] = len(self.compiled) + keys.setdefault(key, len(keys))
         self.templates = list(keys)  # template keys in branch order
         self.t_rows, self.t_imms = self._operand_tables([b.index for b in interp], [ops for _, ops in shapes])
-        self.branch_of = jnp.asarray(branch_of)
+        self.branch_of = device_table(branch_of)
         mkeys: dict = {}
         m_branch = np.full(self.NB, -1, np.int32)
         m_pc = np.zeros(self.NB, np.int32)
@@ -889,7 +895,7 @@ class Machine:
                                  + [loads(shape) for shape, *_ in self.templates] + [0])
         self.active_shape = (self.geo.W, self.geo.warp_size)
         self.m_rows, self.m_imms = self._operand_tables([b.index for b in mem_blocks], [ops for _, ops in mem_shapes])
-        self.m_branch, self.m_pc = jnp.asarray(m_branch), jnp.asarray(m_pc)
+        self.m_branch, self.m_pc = device_table(m_branch), device_table(m_pc)
 
     @staticmethod
     def _memory_template(b: Block):
@@ -912,7 +918,7 @@ class Machine:
                     rows[b, j] = self.slot[x.index][1]
                 else:
                     imms[b, j] = templates.imm_bits(x)
-        return jnp.asarray(rows), jnp.asarray(imms)
+        return device_table(rows), device_table(imms)
 
     def run_wave(self, gmem, counters, wave, dyn: Dyn, zero):
         """Run one wave (compiled on first use). Returns (gmem, counters, fault, steps, trace, where, findings):
@@ -1360,5 +1366,6 @@ class Machine:
 
     def zero_counters(self) -> Counters:
         NB, I = self.NB, self.geo.items
-        return Counters(jnp.zeros((I, NB), jnp.int64), jnp.zeros((I, NB), jnp.int64), jnp.zeros((I, NB), jnp.int64),
-                        jnp.zeros((I,), jnp.int32), jnp.zeros((I, self.NI, N_MEM), jnp.int64))
+        return Counters(*(device_table(np.zeros(shape, dt)) for shape, dt in (
+            ((I, NB), np.int64), ((I, NB), np.int64), ((I, NB), np.int64), ((I,), np.int32),
+            ((I, self.NI, N_MEM), np.int64))))
