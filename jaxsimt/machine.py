@@ -27,6 +27,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 import jax
+import jax.extend.core as jax_core
 import jax.numpy as jnp
 from jax import lax
 
@@ -277,6 +278,21 @@ class _Exec:
         else:
             self.records.append((shape, pc, addr, ok))
 
+    def record_faults(self, faults, pc: int, addr):
+        """Faults (code, lanes [W, L]) of one instruction, the first of them with any lane counting: one record
+        where they all stop the run (fewer operations to compile at every memory instruction), else each
+        recorded as it is (a check's findings are each kept)."""
+        if any(self.m.checked(code) for code, _ in faults):
+            for code, bad in faults:
+                self.record_fault(code, pc, bad, addr)
+            return
+        code, bad = faults[-1]
+        code = jnp.int64(code)
+        for c, b in reversed(faults[:-1]):
+            first = jnp.any(b)
+            code, bad = jnp.where(first, jnp.int64(c), code), jnp.where(first, b, bad)
+        self.fault = record_fault(self.fault, code, pc, bad, addr, self.wave)
+
     def record_fault(self, code: int, pc: int, bad, addr, other=-1, other_pc=-1):
         """A fault, or under the check it belongs to (`sanitizer.CHECK_OF`) a finding, at the lanes `bad`."""
         self.fault, self.findings = self.m.flag(self.fault, self.findings, code, pc, bad, addr, self.wave, other,
@@ -389,13 +405,13 @@ class _Exec:
         else:
             raise NotImplementedError(f"memory space {space!r} ({ins.loc})")
         oob = act & ((rel < 0) | (rel + nbytes > size))
-        self.record_fault(code, pc, oob, rel)
         const = ins.attr("offset", 0)
         if arr is not None and space == "global" and nbytes == t.size and isinstance(const, int) and const % nbytes == 0:
             # an element of an array the launch laid out (bases aligned to at least 256 bytes): always aligned
+            self.record_fault(code, pc, oob, rel)
             return name, widx, boff, addr, act & ~oob
         mis = act & ~oob & ((addr % nbytes) != 0)
-        self.record_fault(errors.MISALIGNED, pc, mis, rel)
+        self.record_faults(((code, oob), (errors.MISALIGNED, mis)), pc, rel)
         return name, widx, boff, addr, act & ~oob & ~mis
 
     def memory(self, ins: Instr, pc: int):
@@ -656,10 +672,6 @@ class Machine:
         self.t_bar_id, self.t_bar_count, self.t_bar_arrive = (device_table(bars.bar_id), device_table(bars.count),
                                                               device_table(bars.arrive))
         self.exit_only = device_table([not b.instrs and b.term.kind == EXIT for b in program.blocks] + [True])
-        self.defers_counts = options.arch is not None and self.count_stage
-        # [(access shape, the most records of it one branch leaves)] of the switch's branches and of the memory
-        # stage's functions, found when the step is first traced
-        self.record_shapes = self.mem_record_shapes = None
         self._jitted = exact.jit(self._run_wave, donate_argnums=(0,))
         self._executables: dict = {}  # argument shapes -> compiled wave
         self.compiles = 0  # wave executables compiled so far (LaunchResult.compiles: a launch's share)
@@ -685,6 +697,12 @@ class Machine:
         # the jumping block keeps its store or atomic last; a head's loads would compile again
         return thread_jumps(split, jumper_ok=lambda ins: not memstage.is_memory(ins, kinds),
                             head_ok=lambda ins: isa.memory(ins) is None, head_limit=THREAD_HEAD_LIMIT)
+
+    @property
+    def defers_counts(self) -> bool:
+        """Whether this run counts its accesses in the counter stage (`count_stage`; not op by op, without jit,
+        where every step would trace every block to find its records)."""
+        return self.options.arch is not None and self.count_stage and not jax.config.jax_disable_jit
 
     @property
     def uses_shadow(self) -> bool:
@@ -1041,32 +1059,50 @@ class Machine:
         if ex.gmem is not gmem or ex.smem is not smem or ex.lmem is not lmem or ex.shadow is not shadow:
             raise AssertionError("a block wrote a memory outside the memory stage")
         return (self.write_set(ex.writes), ex.mem, ex.fault, ex.cache, ex.findings, self.pending_set(ex.pending), taken,
-                self.record_set(ex.records, self.record_shapes))
+                self.record_set(ex.records, None))
 
     # -- the counter stage: every access of the step counted after its block and its memory stage --
-    def record_set(self, records, shapes) -> dict:
+    def record_set(self, records, shapes):
         """Access records (`_Exec.records`) as {shape: `memcounts.Records`} for `shapes` [(memcounts.Shape,
-        slots)], each padded to its slots. While shapes are being found (None: `_record_shapes`), {} and the
-        records' shapes noted in `_shapes_seen`."""
+        slots)], each padded to its slots. shapes None (`_with_records`): as they came, [(shape, pc, addr [W, L]
+        int64, lanes [W, L])] in order."""
         if records is None:  # counted where they ran
             return {}
         if shapes is None:
-            self._shapes_seen.append([r[0] for r in records])
-            return {}
+            return [(shape, jnp.asarray(pc, jnp.int32), jnp.broadcast_to(jnp.asarray(addr, jnp.int64), self.active_shape),
+                     jnp.broadcast_to(ok, self.active_shape)) for shape, pc, addr, ok in records]
         return {shape: memcounts.pack([r[1:] for r in records if r[0] == shape], k, self.active_shape)
                 for shape, k in shapes}
 
-    def _record_shapes(self, fns, args) -> list:
-        """[(memcounts.Shape, the most records of it one of `fns` leaves)], from an abstract trace of each
-        fn(*args) (the trace that builds the step next, without its code)."""
-        self._shapes_seen = []
+    def _with_records(self, fns, args) -> tuple:
+        """(the most records of each shape one of `fns` leaves: [(memcounts.Shape, slots)], the fns with their
+        records padded to those slots, as a switch or cond runs them). fns: functions of `args` whose last
+        output is their `record_set(..., None)`; each is traced once, here, and its trace run again by the
+        padded fn (tracing a block's Python twice would cost as much as a tenth of a small kernel's first
+        launch)."""
+        traced, most = [], {}
         for fn in fns:
-            jax.eval_shape(fn, *args)
-        most: dict = {}
-        for seen in self._shapes_seen:
-            for shape in set(seen):
-                most[shape] = max(most.get(shape, 0), seen.count(shape))
-        return sorted(most.items())
+            shapes: list = []
+
+            def raw(*a, fn=fn, shapes=shapes):
+                *head, recs = fn(*a)
+                shapes.extend(r[0] for r in recs)
+                return (*head, [r[1:] for r in recs])
+
+            closed, out = jax.make_jaxpr(raw, return_shape=True)(*args)
+            traced.append((jax_core.jaxpr_as_fun(closed), jax.tree_util.tree_structure(out), shapes))
+            for shape in set(shapes):
+                most[shape] = max(most.get(shape, 0), shapes.count(shape))
+        slots = sorted(most.items())
+
+        def padded(run, tree, shapes):
+            def fn(*a):
+                *head, recs = jax.tree_util.tree_unflatten(tree, run(*jax.tree_util.tree_leaves(a)))
+                return (*head, {shape: memcounts.pack([r for sh, r in zip(shapes, recs) if sh == shape], k,
+                                                      self.active_shape) for shape, k in slots})
+            return fn
+
+        return slots, [padded(*t) for t in traced]
 
     def count_records(self, mem, records: dict, item):
         """mem [I, NI, N_MEM] with the step's access records counted: each shape's records at once, compiled
@@ -1154,7 +1190,7 @@ class Machine:
                 ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, self.m_rows[b], self.m_imms[b],
                                    records=self.defers_counts)
                 ex.run(shape[0], self.m_pc[b])
-            return ex.data(), self.record_set(ex.records, self.mem_record_shapes)
+            return ex.data(), self.record_set(ex.records, None)
 
         return fn
 
@@ -1165,9 +1201,10 @@ class Machine:
             return s, {}
         data = (s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow)
         fns = [self._memory_fn(key, active, wave, dyn, s.zero, b) for key in self.mem_templates]
-        if self.defers_counts and self.mem_record_shapes is None:
-            self.mem_record_shapes = self._record_shapes(fns, (data,))
-        out = (data, {shape: memcounts.pack([], k, self.active_shape) for shape, k in self.mem_record_shapes or ()})
+        slots = []
+        if self.defers_counts:
+            slots, fns = self._with_records(fns, (data,))
+        out = (data, {shape: memcounts.pack([], k, self.active_shape) for shape, k in slots})
         for k, fn in enumerate(fns):
             out = lax.cond(self.m_branch[b] == k, lambda o, fn=fn: fn(o[0]), lambda o: o, out)
         data, records = out
@@ -1180,8 +1217,8 @@ class Machine:
         store or atomic; returns (state, lanes whose branch predicate holds [W] uint32)."""
         args = ((s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow), s.zero, active, wave,
                 dyn, b)
-        if self.defers_counts and self.record_shapes is None:
-            self.record_shapes = self._record_shapes(fns, args)
+        if self.defers_counts:
+            _, fns = self._with_records(fns, args)
         ws, mem, fault, cache, findings, pending, taken, records = (
             lax.switch(self.branch_of[b], fns, *args) if len(fns) > 1 else fns[0](*args))
         regs = tuple(self.write_back(r, rows, vals) for r, (rows, vals) in zip(s.regs, ws))

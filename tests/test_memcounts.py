@@ -10,7 +10,7 @@ from jaxsimt import machine as M, memcounts
 from runs import assert_same_run, launch_fresh, naive_gemm_case
 
 CASES = ["glob_ld_elem_16B_float4", "glob_st_elem_1B_char", "glob_ld_perm128", "smem_stride_s2",
-         "smem_elem_8B_double", "smem_transpose_naive", "dsl_histogram", "gemm_smem_tiled@33x65x17",
+         "smem_elem_8B_double", "smem_transpose_naive", "dsl_histogram", "dsl_matmul_tiled",
          "mma_truth_m16n8k16_f16_f32", "div_nested"]
 
 
@@ -30,7 +30,7 @@ def test_stage_counts_as_inline(monkeypatch, case):
 
 def test_stage_counts_as_inline_interpreted_and_its(monkeypatch):
     for kw in ({"compile_budget": 0}, {"mode": "its"}):
-        staged, inline = _both(monkeypatch, lambda: launch_fresh("gemm_coarsened@33x65x17", **kw))
+        staged, inline = _both(monkeypatch, lambda: launch_fresh("dsl_reduce_interleaved", **kw))
         assert_same_run(staged, inline)
 
 
