@@ -191,7 +191,10 @@ class _Exec:
         # files are updated in place
         self.writes = [] if collect else None
         self.item = m.item_of_warp(wave, dyn)  # [W] the batch item each warp belongs to
-        self.bases, self.sizes = dyn.bases[self.item], dyn.sizes[self.item]  # [W, n_params]
+        if m.geo.items == 1:  # a broadcast, not a gather: compiles to less in every block
+            self.bases, self.sizes = (jnp.broadcast_to(x[0], (m.geo.W,) + x.shape[1:]) for x in (dyn.bases, dyn.sizes))
+        else:
+            self.bases, self.sizes = dyn.bases[self.item], dyn.sizes[self.item]  # [W, n_params]
         self.local: dict = {}  # registers that live only inside this block: plain values
         # racecheck: the block's loads, as (memory 1 global / 2 shared, word [W, L], lanes, key, ordering word)
         # for the memory stage to record in the shadow (a block of the switch reads the shadow, never writes it)
@@ -1022,7 +1025,7 @@ class Machine:
         pcs = self.pcs[k]
         term, body = blk.term, self.body[k]
 
-        def fn(data, zero, active, wave, dyn, b):
+        def fn(data, zero, active, wave, dyn, operands):
             ex = _Exec(self, data, active, wave, dyn, zero, collect=True, records=self.defers_counts)
             for j, ins in enumerate(body):
                 ex.run(ins, pcs[j])
@@ -1039,10 +1042,10 @@ class Machine:
         """The interpreter's function for one instruction shape: block b's operands come from the tables."""
         shape, branch, kinds, _ = key
 
-        def fn(data, zero, active, wave, dyn, b):
-            ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, self.t_rows[b], self.t_imms[b], collect=True,
+        def fn(data, zero, active, wave, dyn, operands):
+            pc, rows, imms = operands
+            ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, rows, imms, collect=True,
                                records=self.defers_counts)
-            pc = self.t_first[b]
             for j, ins in enumerate(shape):
                 ex.run(ins, pc + j)
             if branch[0]:
@@ -1176,7 +1179,7 @@ class Machine:
         """The step's `lax.switch` branches: one per compiled block, then one per interpreter template."""
         return [self._block_fn(k) for k in self.compiled] + [self._template_fn(key) for key in self.templates]
 
-    def _memory_fn(self, key, active, wave, dyn, zero, b):
+    def _memory_fn(self, key, active, wave, dyn, zero, operands):
         """The memory stage's function for one memory-instruction shape, for block b: data -> (data, its access
         records for the counter stage), data as `_Exec` takes it."""
 
@@ -1187,9 +1190,10 @@ class Machine:
                 ex.run(blk.instrs[-1], self.pcs[blk.index][len(blk.instrs) - 1])
             else:
                 shape, _, kinds, _ = key
-                ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, self.m_rows[b], self.m_imms[b],
+                pc, rows, imms = operands
+                ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, rows, imms,
                                    records=self.defers_counts)
-                ex.run(shape[0], self.m_pc[b])
+                ex.run(shape[0], pc)
             return ex.data(), self.record_set(ex.records, None)
 
         return fn
@@ -1200,7 +1204,8 @@ class Machine:
         if not self.mem_templates:
             return s, {}
         data = (s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow)
-        fns = [self._memory_fn(key, active, wave, dyn, s.zero, b) for key in self.mem_templates]
+        operands = (self.m_pc[b], self.m_rows[b], self.m_imms[b])  # read once for every template
+        fns = [self._memory_fn(key, active, wave, dyn, s.zero, operands) for key in self.mem_templates]
         slots = []
         if self.defers_counts:
             slots, fns = self._with_records(fns, (data,))
@@ -1215,8 +1220,10 @@ class Machine:
     def _run_block(self, b, fns, s: State, active, wave, dyn: Dyn):
         """Run block b for the `active` lanes [W, L]: its body (its compiled branch or its template), then its
         store or atomic; returns (state, lanes whose branch predicate holds [W] uint32)."""
+        # the running block's template operands, read once for every branch
+        operands = (self.t_first[b], self.t_rows[b], self.t_imms[b]) if self.templates else ()
         args = ((s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow), s.zero, active, wave,
-                dyn, b)
+                dyn, operands)
         if self.defers_counts:
             _, fns = self._with_records(fns, args)
         ws, mem, fault, cache, findings, pending, taken, records = (
