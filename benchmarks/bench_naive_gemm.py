@@ -5,7 +5,7 @@ separating the first call (compile + run) from the steady state (median of repea
 emulated thread multiply-adds per second and warp instructions per second as a table, also written as
 JSON (benchmarks/results/naive_gemm_<device>.json).
 
-    python benchmarks/bench_naive_gemm.py [--sizes 128 256 512] [--repeats 3] [--no-counters]
+    python benchmarks/bench_naive_gemm.py [--sizes 128 256 512] [--repeats 3] [--no-counters] [--inline-counts]
 """
 from __future__ import annotations
 
@@ -58,11 +58,16 @@ def main():
     ap.add_argument("--sizes", type=int, nargs="+", default=[128, 256, 512])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-counters", action="store_true")
+    ap.add_argument("--inline-counts", action="store_true",
+                    help="count each access where it runs instead of in the step's counter stage (the same counts)")
     args = ap.parse_args()
+    if args.inline_counts:
+        from jaxsimt.machine import Machine
+        Machine.count_stage = False
     dev = jax.devices()[0]
     rows = [run(n, args.repeats, not args.no_counters) for n in args.sizes]
     print(f"naive GEMM emulation on {dev.platform} ({dev.device_kind}), {os.cpu_count()} cores, "
-          f"counters {'off' if args.no_counters else 'on'}")
+          f"counters {'off' if args.no_counters else 'on'}{', counted inline' if args.inline_counts else ''}")
     print(f"{'N':>6} {'ok':>4} {'first call s':>13} {'median s':>10} {'FMA/s':>11} {'warp inst/s':>12} {'steps':>7}")
     for r in rows:
         print(f"{r['N']:>6} {str(r['correct']):>4} {r['first_call_s']:>13.2f} {r['median_s']:>10.3f} "
