@@ -279,7 +279,17 @@ class _Exec:
         if self.records is None:
             self.mem = self.m.count_memory(self.mem, pc, shape, addr, ok, self.item)
         else:
-            self.records.append((shape, pc, addr, ok))
+            self.records.append((shape, pc, addr, ok, nbytes))
+
+    def look_up_cached(self, pc, addr, nbytes: int, ok):
+        """A read-only load's lookup in its block's cache (`rocache`): here, or as a record for the counter
+        stage, which looks the step's records up in the order they ran."""
+        m = self.m
+        if self.records is None:
+            self.mem, self.cache = memcounts.count_cached(self.mem, self.cache, m.options.ro_cache, pc, addr, nbytes,
+                                                          ok, self.item, m.geo.warps_per_block)
+        else:
+            self.records.append((memcounts.Shape("ld", memcounts.RO, 0, False), pc, addr, ok, nbytes))
 
     def record_faults(self, faults, pc: int, addr):
         """Faults (code, lanes [W, L]) of one instruction, the first of them with any lane counting: one record
@@ -440,11 +450,7 @@ class _Exec:
         if m.options.arch is not None and name in ("gmem", "smem"):
             self.count(pc, "st" if isa.memory(ins) == "write" else "ld", name, addr, nbytes, ok, space)
         if m.uses_ro_cache and ins.attr("cache") in ("ro", "tex") and name == "gmem":
-            self.cache, hits, misses = rocache.access(self.cache, m.options.ro_cache, addr, nbytes, ok,
-                                                      m.geo.warps_per_block)
-            item = self.item[::m.geo.warps_per_block]  # [C] each block's batch item
-            self.mem = self.mem.at[:, pc, jnp.asarray([MEM_CACHE_HITS, MEM_CACHE_MISSES])].add(
-                jnp.stack([m.tally(hits, item), m.tally(misses, item)], axis=1))
+            self.look_up_cached(pc, addr, nbytes, ok)
         if self.shadow:
             self.sanitize(ins, pc, name, widx, boff, addr, nbytes, ok)
         words = getattr(self, name)
@@ -1073,7 +1079,8 @@ class Machine:
             return {}
         if shapes is None:
             return [(shape, jnp.asarray(pc, jnp.int32), jnp.broadcast_to(jnp.asarray(addr, jnp.int64), self.active_shape),
-                     jnp.broadcast_to(ok, self.active_shape)) for shape, pc, addr, ok in records]
+                     jnp.broadcast_to(ok, self.active_shape), jnp.asarray(n, jnp.int32))
+                    for shape, pc, addr, ok, n in records]
         return {shape: memcounts.pack([r[1:] for r in records if r[0] == shape], k, self.active_shape)
                 for shape, k in shapes}
 
@@ -1107,14 +1114,21 @@ class Machine:
 
         return slots, [padded(*t) for t in traced]
 
-    def count_records(self, mem, records: dict, item):
-        """mem [I, NI, N_MEM] with the step's access records counted: each shape's records at once, compiled
-        once per shape whatever the kernel (skipped where the step left none of that shape)."""
+    def count_records(self, mem, cache, records: dict, item):
+        """(mem [I, NI, N_MEM], read-only cache) with the step's access records counted: each shape's records
+        at once, compiled once per shape whatever the kernel (skipped where the step left none of that shape);
+        read-only loads looked up in their cache in the order they ran."""
         for shape, rec in sorted(records.items()):
+            if shape.name == memcounts.RO:
+                mem, cache = lax.cond(
+                    jnp.any(rec.ok), lambda c, r: memcounts.count_cache_records(
+                        *c, self.options.ro_cache, r, item, self.geo.warps_per_block),
+                    lambda c, r: c, (mem, cache), rec)
+                continue
             mem = lax.cond(jnp.any(rec.ok),
                            lambda m, r, shape=shape: memcounts.count_records(self.options.arch, m, shape, r, item),
                            lambda m, r: m, mem, rec)
-        return mem
+        return mem, cache
 
     def write_set(self, writes: list) -> tuple:
         """A branch's register writes as one (rows [K_f] int32, values [K_f, W, L]) pair per register file, K_f
@@ -1236,7 +1250,8 @@ class Machine:
         if records or stored:
             records = {shape: memcounts.concat(records.get(shape), stored.get(shape))
                        for shape in set(records) | set(stored)}
-            s = s._replace(mem=self.count_records(s.mem, records, self.item_of_warp(wave, dyn)))
+            mem, cache = self.count_records(s.mem, s.cache, records, self.item_of_warp(wave, dyn))
+            s = s._replace(mem=mem, cache=cache)
         return s, taken
 
     # -- the shared part of a step: scheduling, terminators, stacks, barriers --

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxsimt import constcache, memstats
+from jaxsimt import constcache, memstats, rocache
 from jaxsimt.arch import Arch
 
 # Per-instruction memory counters (columns of a machine's State.mem, [I, NI, N_MEM])
@@ -30,9 +30,14 @@ MEM_COLUMNS = ("requests", "sectors", "lines", "wavefronts", "bank_conflicts", "
                "const_accesses", "cache_hits", "cache_misses")
 
 
+RO = "ro"  # the name in the Shape of a load's lookup in the read-only (texture) cache
+
+
 class Shape(NamedTuple):
     """What decides how an access is counted (static): the direction the memory model counts ("ld" or "st"),
-    the memory ("gmem" or "smem"), the bytes per lane, and whether it goes through the constant cache."""
+    the memory ("gmem" or "smem"; RO: the lookup of a read-only load in its block's cache, one shape for
+    every width, since the lookups' order decides the hits), the bytes per lane (0 for RO), and whether it
+    goes through the constant cache."""
 
     op: str
     name: str
@@ -72,26 +77,52 @@ def count_inline(arch: Arch, mem, pc, shape: Shape, addr, ok, item):
     return mem.at[:, pc, jnp.asarray(cols)].add(add)
 
 
+def count_cached(mem, cache, cs, pc, addr, nbytes, ok, item, warps_per_block: int):
+    """(mem, cache) after one read-only load of every warp of the step looked up in its block's cache
+    (`rocache.access`; nbytes may be a traced value), its sector hits and misses counted at pc."""
+    cache, hits, misses = rocache.access(cache, cs, addr, nbytes, ok, warps_per_block)
+    block_item = item[::warps_per_block]  # [C] each block's batch item
+    add = jnp.stack([tally(hits, block_item, mem.shape[0]), tally(misses, block_item, mem.shape[0])], axis=-1)
+    return mem.at[:, pc, jnp.asarray([MEM_CACHE_HITS, MEM_CACHE_MISSES])].add(add), cache
+
+
 class Records(NamedTuple):
-    """A step's accesses of one shape, K slots: pcs [K] int32, addr [K, W, L] int64, ok [K, W, L] bool (a slot
-    that no access filled has no lane)."""
+    """A step's accesses of one shape, K slots: pcs [K] int32, addr [K, W, L] int64, ok [K, W, L] bool, nbytes
+    [K] int32 bytes per lane (a slot that no access filled has no lane)."""
 
     pcs: jnp.ndarray
     addr: jnp.ndarray
     ok: jnp.ndarray
+    nbytes: jnp.ndarray
 
 
 def pack(found: list, capacity: int, lanes_shape: tuple) -> Records:
-    """Records of one shape from the (pc, addr, ok) a block left, padded to `capacity` slots."""
+    """Records of one shape from the (pc, addr, ok, nbytes) a block left, in order, padded to `capacity`
+    slots."""
     pad = capacity - len(found)
     if pad < 0:
         raise AssertionError(f"{len(found)} accesses of one shape, more than the {capacity} counted")
-    pcs = [jnp.asarray(p, jnp.int32) for p, _, _ in found] + [jnp.int32(0)] * pad
-    addr = [jnp.broadcast_to(jnp.asarray(a, jnp.int64), lanes_shape) for _, a, _ in found]
-    ok = [jnp.broadcast_to(o, lanes_shape) for _, _, o in found]
+    pcs = [jnp.asarray(p, jnp.int32) for p, _, _, _ in found] + [jnp.int32(0)] * pad
+    addr = [jnp.broadcast_to(jnp.asarray(a, jnp.int64), lanes_shape) for _, a, _, _ in found]
+    ok = [jnp.broadcast_to(o, lanes_shape) for _, _, o, _ in found]
+    nbytes = [jnp.asarray(n, jnp.int32) for _, _, _, n in found] + [jnp.int32(0)] * pad
     addr += [jnp.zeros(lanes_shape, jnp.int64)] * pad
     ok += [jnp.zeros(lanes_shape, bool)] * pad
-    return Records(jnp.stack(pcs), jnp.stack(addr), jnp.stack(ok))
+    return Records(jnp.stack(pcs), jnp.stack(addr), jnp.stack(ok), jnp.stack(nbytes))
+
+
+def count_cache_records(mem, cache, cs, rec: Records, item, warps_per_block: int):
+    """(mem, cache) after the step's read-only loads (`Records` of the RO shape) looked up one after the
+    other, in the order they ran, each counted at its pc (slots without lanes skipped)."""
+
+    def one(carry, k):
+        def look(c):
+            return count_cached(*c, cs, rec.pcs[k], rec.addr[k], rec.nbytes[k], rec.ok[k], item, warps_per_block)
+
+        return jax.lax.cond(jnp.any(rec.ok[k]), look, lambda c: c, carry), None
+
+    (mem, cache), _ = jax.lax.scan(one, (mem, cache), jnp.arange(rec.ok.shape[0]))
+    return mem, cache
 
 
 def count_records(arch: Arch, mem, shape: Shape, rec: Records, item):

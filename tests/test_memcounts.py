@@ -64,3 +64,30 @@ def test_records_pad_and_count_nothing():
         assert not bool(jnp.any(out))
         with pytest.raises(AssertionError, match="more than"):
             memcounts.pack([(0, jnp.zeros((2, 32), jnp.int64), jnp.ones((2, 32), bool))] * 2, 1, (2, 32))
+
+
+def test_read_only_lookups_run_in_program_order_across_widths(monkeypatch):
+    # four __ldg loads of three widths from one array in one block (tests/data/ptx/src/ro_widths.cu): the
+    # counter stage looks them up in the read-only cache in the order they ran, as counting each where it
+    # runs does, so the same loads hit and miss
+    import os
+
+    import jaxsimt.ptx as P
+
+    path = os.path.join(os.path.dirname(__file__), "data", "ptx", "ro_widths.ptx")
+    a = np.random.default_rng(3).random(256, dtype=np.float32)
+
+    def run():
+        from jaxsimt.ptx.lower import _CACHE
+
+        _CACHE.clear()  # a fresh program: machines are kept on it
+        return P.launch(path, "ro_widths", 2, 64, [a, np.zeros(128, np.float32)])
+
+    staged, inline = _both(monkeypatch, run)
+    assert_same_run(staged, inline)
+    t = np.arange(128)
+    want = (a[(t * 7) % 256] + a.reshape(64, 4)[t % 16].sum(axis=1, dtype=np.float32)
+            + a.view(np.uint8)[(t * 3) % 1024] + a[(t + 128) % 256])
+    np.testing.assert_allclose(staged.outputs["ro_widths_param_1"], want, rtol=1e-6)
+    rows = [r for r in staged.per_instruction if r.get("cache_hits") or r.get("cache_misses")]
+    assert len(rows) == 4 and any(r["cache_hits"] for r in rows) and any(r["cache_misses"] for r in rows)
