@@ -1081,8 +1081,8 @@ class Machine:
             return [(shape, jnp.asarray(pc, jnp.int32), jnp.broadcast_to(jnp.asarray(addr, jnp.int64), self.active_shape),
                      jnp.broadcast_to(ok, self.active_shape), jnp.asarray(n, jnp.int32))
                     for shape, pc, addr, ok, n in records]
-        return {shape: memcounts.pack([r[1:] for r in records if r[0] == shape], k, self.active_shape)
-                for shape, k in shapes}
+        return {shape: memcounts.pack([r[1:] for r in records if r[0] == shape], k, self.active_shape,
+                                      shape.name == memcounts.RO) for shape, k in shapes}
 
     def _with_records(self, fns, args) -> tuple:
         """(the most records of each shape one of `fns` leaves: [(memcounts.Shape, slots)], the fns with their
@@ -1109,7 +1109,8 @@ class Machine:
             def fn(*a):
                 *head, recs = jax.tree_util.tree_unflatten(tree, run(*jax.tree_util.tree_leaves(a)))
                 return (*head, {shape: memcounts.pack([r for sh, r in zip(shapes, recs) if sh == shape], k,
-                                                      self.active_shape) for shape, k in slots})
+                                                      self.active_shape, shape.name == memcounts.RO)
+                                for shape, k in slots})
             return fn
 
         return slots, [padded(*t) for t in traced]
@@ -1223,7 +1224,7 @@ class Machine:
         slots = []
         if self.defers_counts:
             slots, fns = self._with_records(fns, (data,))
-        out = (data, {shape: memcounts.pack([], k, self.active_shape) for shape, k in slots})
+        out = (data, {shape: memcounts.pack([], k, self.active_shape, shape.name == memcounts.RO) for shape, k in slots})
         for k, fn in enumerate(fns):
             out = lax.cond(self.m_branch[b] == k, lambda o, fn=fn: fn(o[0]), lambda o: o, out)
         data, records = out

@@ -13,7 +13,7 @@ Shapes: W warps, L lanes, I batch items, NI instructions, K records of one shape
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -87,18 +87,19 @@ def count_cached(mem, cache, cs, pc, addr, nbytes, ok, item, warps_per_block: in
 
 
 class Records(NamedTuple):
-    """A step's accesses of one shape, K slots: pcs [K] int32, addr [K, W, L] int64, ok [K, W, L] bool, nbytes
-    [K] int32 bytes per lane (a slot that no access filled has no lane)."""
+    """A step's accesses of one shape, K slots: pcs [K] int32, addr [K, W, L] int64, ok [K, W, L] bool (a slot
+    that no access filled has no lane); nbytes [K] int32 bytes per lane where the shape has no one width (RO),
+    else None."""
 
     pcs: jnp.ndarray
     addr: jnp.ndarray
     ok: jnp.ndarray
-    nbytes: jnp.ndarray
+    nbytes: Optional[jnp.ndarray] = None
 
 
-def pack(found: list, capacity: int, lanes_shape: tuple) -> Records:
+def pack(found: list, capacity: int, lanes_shape: tuple, sizes: bool = False) -> Records:
     """Records of one shape from the (pc, addr, ok, nbytes) a block left, in order, padded to `capacity`
-    slots."""
+    slots (with their sizes where `sizes`)."""
     pad = capacity - len(found)
     if pad < 0:
         raise AssertionError(f"{len(found)} accesses of one shape, more than the {capacity} counted")
@@ -108,7 +109,7 @@ def pack(found: list, capacity: int, lanes_shape: tuple) -> Records:
     nbytes = [jnp.asarray(n, jnp.int32) for _, _, _, n in found] + [jnp.int32(0)] * pad
     addr += [jnp.zeros(lanes_shape, jnp.int64)] * pad
     ok += [jnp.zeros(lanes_shape, bool)] * pad
-    return Records(jnp.stack(pcs), jnp.stack(addr), jnp.stack(ok), jnp.stack(nbytes))
+    return Records(jnp.stack(pcs), jnp.stack(addr), jnp.stack(ok), jnp.stack(nbytes) if sizes else None)
 
 
 def count_cache_records(mem, cache, cs, rec: Records, item, warps_per_block: int):
@@ -138,4 +139,4 @@ def concat(a, b):
     """Two `Records` of one shape as one (either may be None)."""
     if a is None or b is None:
         return a if b is None else b
-    return Records(*(jnp.concatenate([x, y]) for x, y in zip(a, b)))
+    return Records(*(None if x is None else jnp.concatenate([x, y]) for x, y in zip(a, b)))
