@@ -36,7 +36,7 @@ from jaxsimt import types as T
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Program, Reg, Terminator, merge_straight,
                               cross_block_registers, thread_jumps)
 
-from jaxsimt.memcounts import MEM_CACHE_HITS, MEM_CACHE_MISSES, MEM_COLUMNS, N_MEM  # noqa: F401 (re-exported)
+from jaxsimt.memcounts import MEM_COLUMNS, N_MEM  # noqa: F401 (MEM_COLUMNS: re-exported for launch)
 THREAD_HEAD_LIMIT = 4  # the longest loop test a back edge is threaded into (its instructions compile once more)
 RECENT = 64  # steps of block history kept for the step-budget report (which blocks a stuck warp cycles through)
 

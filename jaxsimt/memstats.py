@@ -112,7 +112,7 @@ def _global_sorted(keys, active, ratio: int):
     k = jnp.sort(jnp.where(active, keys, none), axis=1)
     prev = jnp.concatenate([jnp.full((k.shape[0], 1), -1, jnp.int32), k[:, :-1]], axis=1)
     on = k != none
-    n_key, n_line = _fields(on & (k != prev), on & ((k // ratio) != jnp.where(prev < 0, -1, prev // ratio)))
+    n_key, n_line = _fields(on & (k != prev), on & ((k // ratio) != prev // ratio))  # -1 // ratio is -1
     return jnp.any(active, axis=1).astype(jnp.int32), n_key.astype(jnp.int32), n_line.astype(jnp.int32)
 
 
