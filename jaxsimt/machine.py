@@ -200,7 +200,8 @@ class _Exec:
         # for the memory stage to record in the shadow (a block of the switch reads the shadow, never writes it)
         self.pending: list = []
         # records: the step counts these instructions' accesses after them (`Machine.count_records`), which
-        # gather here as (memcounts.Shape, pc, addr [W, L], lanes [W, L]); else each is counted where it runs
+        # gather here as (memcounts.Shape, pc, addr [W, L], lanes [W, L], bytes per lane); else each is counted
+        # where it runs
         self.records = [] if records else None
 
     def data(self):
@@ -1068,26 +1069,21 @@ class Machine:
         if ex.gmem is not gmem or ex.smem is not smem or ex.lmem is not lmem or ex.shadow is not shadow:
             raise AssertionError("a block wrote a memory outside the memory stage")
         return (self.write_set(ex.writes), ex.mem, ex.fault, ex.cache, ex.findings, self.pending_set(ex.pending), taken,
-                self.record_set(ex.records, None))
+                self.record_list(ex.records))
 
     # -- the counter stage: every access of the step counted after its block and its memory stage --
-    def record_set(self, records, shapes):
-        """Access records (`_Exec.records`) as {shape: `memcounts.Records`} for `shapes` [(memcounts.Shape,
-        slots)], each padded to its slots. shapes None (`_with_records`): as they came, [(shape, pc, addr [W, L]
-        int64, lanes [W, L])] in order."""
-        if records is None:  # counted where they ran
+    def record_list(self, records):
+        """A branch's access records (`_Exec.records`) in order, as `_with_records` pads them: [(shape, pc,
+        addr [W, L] int64, lanes [W, L], bytes per lane)]; {} where its accesses were counted where they ran."""
+        if records is None:
             return {}
-        if shapes is None:
-            return [(shape, jnp.asarray(pc, jnp.int32), jnp.broadcast_to(jnp.asarray(addr, jnp.int64), self.active_shape),
-                     jnp.broadcast_to(ok, self.active_shape), jnp.asarray(n, jnp.int32))
-                    for shape, pc, addr, ok, n in records]
-        return {shape: memcounts.pack([r[1:] for r in records if r[0] == shape], k, self.active_shape,
-                                      shape.name == memcounts.RO) for shape, k in shapes}
+        return [(shape, jnp.asarray(pc, jnp.int32), jnp.broadcast_to(jnp.asarray(addr, jnp.int64), self.active_shape),
+                 jnp.broadcast_to(ok, self.active_shape), jnp.asarray(n, jnp.int32)) for shape, pc, addr, ok, n in records]
 
     def _with_records(self, fns, args) -> tuple:
         """(the most records of each shape one of `fns` leaves: [(memcounts.Shape, slots)], the fns with their
         records padded to those slots, as a switch or cond runs them). fns: functions of `args` whose last
-        output is their `record_set(..., None)`; each is traced once, here, and its trace run again by the
+        output is their `record_list`; each is traced once, here, and its trace run again by the
         padded fn (tracing a block's Python twice would cost as much as a tenth of a small kernel's first
         launch)."""
         traced, most = [], {}
@@ -1209,7 +1205,7 @@ class Machine:
                 ex = _TemplateExec(self, data, active, wave, dyn, zero, kinds, rows, imms,
                                    records=self.defers_counts)
                 ex.run(shape[0], pc)
-            return ex.data(), self.record_set(ex.records, None)
+            return ex.data(), self.record_list(ex.records)
 
         return fn
 

@@ -71,10 +71,11 @@ def tally(x, item, items: int):
 
 
 def count_inline(arch: Arch, mem, pc, shape: Shape, addr, ok, item):
-    """mem [I, NI, N_MEM] with one access of every warp of the step counted at instruction pc."""
-    cols, rows = counts(arch, shape, addr, ok)
-    add = jnp.stack([tally(r, item, mem.shape[0]) for r in rows], axis=-1)  # [I, C]
-    return mem.at[:, pc, jnp.asarray(cols)].add(add)
+    """mem [I, NI, N_MEM] with one access of every warp of the step counted at instruction pc: the counter
+    stage's count of one record."""
+    one = Records(jnp.asarray(pc, jnp.int32)[None], jnp.broadcast_to(jnp.asarray(addr, jnp.int64), ok.shape)[None],
+                  ok[None])
+    return count_records(arch, mem, shape, one, item)
 
 
 def count_cached(mem, cache, cs, pc, addr, nbytes, ok, item, warps_per_block: int):
