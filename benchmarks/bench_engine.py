@@ -1,6 +1,6 @@
 """The engine's two figures: compile time against kernel length, and steady-state throughput.
 
-Compile time: for each PTX kernel of `kernels/ptx/` (one launch each, the H200 collection's
+Compile time: for each PTX kernel of `jaxsimt/kernels/ptx/` (one launch each, the H200 collection's
 configuration), the first call's time minus the steady-state run's (median of repeats), beside the
 kernel's length in instructions, at the default compile budget and, with `--budgets`, at others
 (`none` compiles every block). Throughput: the naive GEMM (the ladder's coalesced rung) with all counters
@@ -27,7 +27,7 @@ import numpy as np
 from jaxsimt.kernels import collection
 
 try:
-    from jaxsimt.templates import COMPILE_BUDGET
+    from jaxsimt.machine.templates import COMPILE_BUDGET
 except ImportError:  # an engine that compiles every block
     COMPILE_BUDGET = None
 

@@ -23,7 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsimt import ladder, timing
+from jaxsimt.apps import ladder
+from jaxsimt.timing import replay as timing
 
 
 def ladder_wall(size: int) -> dict:

@@ -62,7 +62,7 @@ def main():
                     help="count each access where it runs instead of in the step's counter stage (the same counts)")
     args = ap.parse_args()
     if args.inline_counts:
-        from jaxsimt.machine import Machine
+        from jaxsimt.machine.core import Machine
         Machine.count_stage = False
     dev = jax.devices()[0]
     rows = [run(n, args.repeats, not args.no_counters) for n in args.sizes]

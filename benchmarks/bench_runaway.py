@@ -17,7 +17,7 @@ import numpy as np
 
 import jaxsimt as js
 from jaxsimt import Ptr, s32
-from jaxsimt.launch import default_max_steps
+from jaxsimt.run.launch import default_max_steps
 
 
 @js.kernel

@@ -1,4 +1,4 @@
-"""The suite corpus (kernels/suites/) on jaxsimt: every case's host driver run twice in one process (first
+"""The suite corpus (jaxsimt/kernels/suites/) on jaxsimt: every case's host driver run twice in one process (first
 call, compiles included; then steady state), its outputs checked against numpy and, with the H200 fixtures
 (jaxsimt/data/h200/suites/), bit for bit against the H200, its counters per kernel against Nsight Compute.
 

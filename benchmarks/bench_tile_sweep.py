@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import jax  # noqa: E402
 from rich.console import Console  # noqa: E402
 
-from jaxsimt import tile_sweep as ts  # noqa: E402
+from jaxsimt.apps import tile_sweep as ts  # noqa: E402
 
 
 def main():

@@ -3,7 +3,7 @@
 Accuracy: every profiled micro-kernel and the GEMM ladder at 256^3 (ncu: busiest-SM active cycles and
 kernel time) and at 1024^3 / 2048^3 / 4096^3 (CUDA-event medians), predicted with the architecture's
 timing parameters (`jaxsimt.arch.H200.timing`, fitted by `--calibrate` on the training split of
-`jaxsimt.calibrate`), reported as MAPE per split and family and, over the ladder, Spearman's rank
+`jaxsimt.apps.calibrate`), reported as MAPE per split and family and, over the ladder, Spearman's rank
 correlation of predicted vs measured times per size. Throughput: warp instructions replayed per second
 (steady state, median of repeats, compile time apart), on the default JAX device. `--replay-speed`: the
 exact (cycle-by-cycle) and the fast replay (`timing.run(..., replay="fast")`) of the ladder's rungs on the
@@ -25,7 +25,8 @@ import time
 import jax
 import numpy as np
 
-from jaxsimt import calibrate, timing
+from jaxsimt.apps import calibrate
+from jaxsimt.timing import replay as timing
 
 
 def samples(cache: str, quick: bool, only_cached: bool = False):
@@ -50,7 +51,7 @@ def samples(cache: str, quick: bool, only_cached: bool = False):
         s = []
         if cache:
             os.makedirs(cache, exist_ok=True)
-        from jaxsimt import fixtures, ladder
+        from jaxsimt.apps import fixtures, ladder
         from jaxsimt.kernels import collection
         hw = fixtures.ncu_metrics("h200")
         todo = [("micro", c.name, 0) for c in collection.CASES if c.fixture and c.name in hw
@@ -79,7 +80,7 @@ def samples(cache: str, quick: bool, only_cached: bool = False):
 
 def analytical_ladder(rows) -> None:
     """Add the analytical model's prediction to every ladder row (`analytical_ms`, `analytical_error`)."""
-    from jaxsimt import ladder
+    from jaxsimt.apps import ladder
 
     by = {r.name: r for r in ladder.rungs()}
     for r in rows:

@@ -2,17 +2,7 @@
 
 Write kernels with the DSL (`@jaxsimt.kernel`), run them with `jaxsimt.launch`, read `result.stats`.
 """
-import os as _os
-
-# In a source checkout `kernels/` sits beside this package (wheels install it as jaxsimt/kernels):
-# let `jaxsimt.kernels` resolve there too, so the checkout works without installing.
-_here = _os.path.dirname(_os.path.abspath(__file__))
-_source_checkout = _os.path.dirname(_here)
-if not _os.path.isdir(_os.path.join(_here, "kernels")) and _os.path.isfile(
-        _os.path.join(_source_checkout, "kernels", "__init__.py")):
-    __path__.append(_source_checkout)  # type: ignore[name-defined]
-
-from jaxsimt import arch, cuda  # noqa: E402  (cuda: jaxsimt.cuda.load of .cu sources)
+from jaxsimt import arch, cuda  # cuda: jaxsimt.cuda.load of .cu sources
 from jaxsimt.arch import ARCHS, Arch, get_arch
 from jaxsimt.dsl import (
     FULL_MASK, Const, Kernel, KernelTraceError, Ptr, Value, Var, all_sync, any_sync, ballot_sync, bar_arrive, bar_sync,
@@ -27,11 +17,12 @@ from jaxsimt.errors import (
     DeadlockError, DivergentBarrierError, LaunchConfigError, MemoryFault, SimtError, StackOverflowError,
     StepBudgetExceeded,
 )
-from jaxsimt.launch import LaunchResult, launch
-from jaxsimt.options import LaunchOptions
-from jaxsimt.compile_cache import enable_compile_cache  # opt-in: importing jaxsimt leaves JAX's config alone
-from jaxsimt.batch import BatchResult, LaunchSpec, launch_batch, sweep
+from jaxsimt.run.launch import LaunchResult, launch
+from jaxsimt.run.options import LaunchOptions
+from jaxsimt.run.compile_cache import enable_compile_cache  # opt-in: importing jaxsimt leaves JAX's config alone
+from jaxsimt.run.batch import BatchResult, LaunchSpec, launch_batch, sweep
 from jaxsimt.tensor import WarpSyncError, ldmatrix, mma_sync, wmma
+from jaxsimt.units import mma, occupancy  # noqa: E402  (jaxsimt.mma.mma, jaxsimt.occupancy.occupancy)
 from jaxsimt.types import bf16, f16, f32, f64, pred, s8, s16, s32, s64, u8, u16, u32, u64
 
 __version__ = "0.1.0"

@@ -41,7 +41,7 @@ class Timing:
     shared_bytes_per_cycle_per_sm: float  # one wavefront per cycle x bank count x bank width
     l2_bytes_per_cycle: float  # whole chip
     dram_gbytes_per_s: float  # whole chip, GB/s
-    # --- the cycle-level model (jaxsimt.timing); cycles unless said ---
+    # --- the cycle-level model (jaxsimt.timing.replay); cycles unless said ---
     branch_latency: float = 8.0  # a warp's next instruction after a branch / exit (branch_resolving)
     barrier_latency: float = 20.0  # from the last warp's arrival to the release of a block's warps
     # per-scheduler issue interval of one warp instruction, by class (cycles the pipe stays busy)
@@ -121,8 +121,8 @@ class Arch:
     register_banks: int
 
     timing: Timing = field(repr=False, default=None)  # type: ignore[assignment]
-    # the cycle-level model's parameters fitted to measurements (jaxsimt.calibrate); None: `timing`'s
-    # starting values. The analytical model (jaxsimt.cost) keeps using `timing`.
+    # the cycle-level model's parameters fitted to measurements (jaxsimt.apps.calibrate); None: `timing`'s
+    # starting values. The analytical model (jaxsimt.timing.cost) keeps using `timing`.
     timing_fitted: Optional[Timing] = field(repr=False, default=None)
 
     # --- memory-model details (issue 3); defaults are the Fermi-and-later / Hopper values ---
@@ -366,7 +366,7 @@ H100 = Arch(
 
 _H200_TIMING = Timing(clock_ghz=1.98, dram_gbytes_per_s=4800.0, **_HOPPER_TIMING)
 
-# The H200's cycle-level parameters fitted by `jaxsimt.calibrate.fit` on the training split (micro_shared,
+# The H200's cycle-level parameters fitted by `jaxsimt.apps.calibrate.fit` on the training split (micro_shared,
 # micro_divergence, the GEMM ladder at 256^3; ncu cycles), from the starting values above
 # (printed in this form by `python benchmarks/bench_timing.py --calibrate`); held-out accuracy in docs/timing.md.
 _H200_FITTED = dataclasses.replace(  # only what the fit moved; the rest stays at the starting values

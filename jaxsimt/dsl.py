@@ -356,7 +356,7 @@ def bar_arrive(barrier: int, threads: int) -> None:
 
 
 def _barrier_attrs(name: str, barrier, threads, arrive: bool) -> tuple:
-    from jaxsimt.barriers import PTX_BARRIERS, attrs
+    from jaxsimt.units.barriers import PTX_BARRIERS, attrs
     if not isinstance(barrier, int) or not 0 <= barrier < PTX_BARRIERS:
         raise KernelTraceError(f"{name}: barrier must be an int in 0..{PTX_BARRIERS - 1}, got {barrier!r}")
     if (threads is None and arrive) or (threads is not None and (not isinstance(threads, int) or threads <= 0)):
@@ -564,7 +564,7 @@ class TextureType(PtrType):
 
 class Tex2D:
     """Annotation for a 2D texture parameter: `img: Tex2D[f32]`. The launch argument is a 2D array
-    [height, width]; the launch stores it tiled (see `jaxsimt.texture`) and the kernel reads it with
+    [height, width]; the launch stores it tiled (see `jaxsimt.units.texture`) and the kernel reads it with
     `tex2d(img, x, y)` through the texture cache."""
 
     def __class_getitem__(cls, dtype) -> TextureType:

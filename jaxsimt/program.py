@@ -52,7 +52,7 @@ class SourceLoc:
 
 @dataclass(frozen=True)
 class Instr:
-    """One instruction. `op` names its semantics (see `jaxsimt.alu` and `jaxsimt.lsu`); `attrs` holds
+    """One instruction. `op` names its semantics (see `jaxsimt.units.alu` and `jaxsimt.units.lsu`); `attrs` holds
     static modifiers (comparison, memory space, array id, vector width, ...) as a sorted tuple of pairs."""
 
     op: str
@@ -114,7 +114,7 @@ class Block:
     index: int
     instrs: list[Instr]
     term: Terminator
-    interpret: bool = False  # run by the interpreter tier (jaxsimt.templates), not compiled on its own
+    interpret: bool = False  # run by the interpreter tier (jaxsimt.machine.templates), not compiled on its own
     origin: Optional[int] = None  # the front end's block this one was cut from by the tier plan (None: itself)
     origins: tuple = ()  # the front end's block of each of all_instrs(), where blocks were merged (empty: origin)
     pcs: tuple = ()  # the pc of each of all_instrs(), in a program where blocks hold copies of other blocks'

@@ -1,9 +1,9 @@
 """Tensor Core instructions for the DSL: WMMA fragments, PTX-style mma.sync and ldmatrix.
 
-The arithmetic is `jaxsimt.mma` (the fitted H200 hardware model by default); this module adds the DSL
-functions that emit the instructions (their machine bodies, for whole warps, are `jaxsimt.mma.execute`).
+The arithmetic is `jaxsimt.units.mma` (the fitted H200 hardware model by default); this module adds the DSL
+functions that emit the instructions (their machine bodies, for whole warps, are `jaxsimt.units.mma.execute`).
 
-Instructions (in the instruction table, `jaxsimt.isa`):
+Instructions (in the instruction table, `jaxsimt.units.isa`):
 * ``tensor.mma``: one mma.sync-class instruction (attrs: shape, itype, mode, na, nb, and for WMMA shapes
   `half`: the n-half of the tile it computes). WMMA m16n16k16 is emitted as two m16n8k16 halves, as the
   H200 runs it (two HMMA.16816). Every one carries ``pipe="tensor"`` and ``flops=2*m*n*k``.
@@ -25,8 +25,8 @@ from typing import Sequence
 from jaxsimt.errors import WarpSyncError  # noqa: F401 - re-exported as jaxsimt.WarpSyncError
 from jaxsimt import types as T
 from jaxsimt.dsl import KernelTraceError, SharedArray, Value, Var, _Array, _builder, _operand, laneid
-from jaxsimt.mma import layouts
-from jaxsimt.mma.execute import IN_TYPES as _IN_TYPES
+from jaxsimt.units.mma import layouts
+from jaxsimt.units.mma.execute import IN_TYPES as _IN_TYPES
 
 
 def _itype(dtype, input_type=None) -> str:
@@ -65,7 +65,7 @@ def mma_sync(a: Sequence[Value], b: Sequence[Value], c: Sequence[Value], shape: 
              input_type: str | None = None, mode: str = "hardware") -> tuple[Value, ...]:
     """mma.sync.aligned.<shape>.row.col: per-lane fragment elements (one Value per element, in the PTX
     ISA's order a0, a1, ...; f16/bf16, or f32 read as tf32) -> the D elements (c's type). Layouts as in
-    `jaxsimt.mma.fragment_layout`. `mode`: "hardware" (the H200 model) or "ieee"."""
+    `jaxsimt.units.mma.fragment_layout`. `mode`: "hardware" (the H200 model) or "ieee"."""
     if shape not in layouts.MMA_SYNC_SHAPES:
         raise KernelTraceError(f"{_builder().loc()}: mma_sync shape must be one of {layouts.MMA_SYNC_SHAPES}")
     it = _itype(a[0].dtype, input_type)

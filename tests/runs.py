@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import jaxsimt as js
-from jaxsimt import conformance
+from jaxsimt.apps import conformance
 from jaxsimt.kernels import gemm
 
 

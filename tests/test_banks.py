@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxsimt.arch import get_arch
-from jaxsimt.banks import BankAccess, bank_access, counters
+from jaxsimt.units.banks import BankAccess, bank_access, counters
 
 H200, FERMI, G80 = get_arch("h200"), get_arch("fermi"), get_arch("g80")
 TID = np.arange(32, dtype=np.int32)

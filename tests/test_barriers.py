@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import barriers, errors, sanitizer
+from jaxsimt import errors
+from jaxsimt.units import barriers
+from jaxsimt.machine import sanitizer
 from jaxsimt.kernels import its as K
 from jaxsimt.kernels.barrier_refs import pipeline_ref, subset_ref
 from jaxsimt.ptx.errors import PtxUnsupportedError
@@ -166,7 +168,7 @@ def test_the_h200_ran_the_kernels_right_and_compute_sanitizer_misreads_the_pipel
     """The committed H200 run (jaxsimt/data/h200/barriers/): both kernels equal numpy there; compute-sanitizer's
     racecheck reports the producer/consumer handoff that bar.arrive orders, which jaxsimt does not (above)."""
     import json
-    d = os.path.join(os.path.dirname(os.path.abspath(sanitizer.__file__)), "data", "h200", "barriers")
+    d = os.path.join(os.path.dirname(os.path.abspath(js.__file__)), "data", "h200", "barriers")
     outputs = json.loads(open(os.path.join(d, "bar_outputs.txt")).read().strip().splitlines()[-1])
     assert outputs == {"bar_pipeline": True, "bar_subset": True}
     race = open(os.path.join(d, "bar_racecheck.txt")).read()

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from jaxsimt import cli
-from jaxsimt import run_cli
+from jaxsimt.cli import run as run_cli
 from jaxsimt.demangle import base_name, demangle, demangle_all
 
 HERE = os.path.dirname(__file__)
 SAXPY = os.path.join(HERE, "data", "ptx", "saxpy.ptx")
-KPTX = os.path.join(HERE, "..", "kernels", "ptx")
+KPTX = os.path.join(HERE, "..", "jaxsimt", "kernels", "ptx")
 DIVERGENCE = os.path.join(KPTX, "micro_divergence.ptx")
 GLOBAL = os.path.join(KPTX, "micro_global.ptx")
 DIV_ARGS = ["--kernel", "div_none", "--grid", "1", "--block", "32", "--arg", "u32[32]:rand", "--arg",
@@ -305,7 +305,7 @@ def _ladder_row(name, ms):
 def test_ladder_table_fits_120_columns_without_cutting_numbers(cycle_level):
     from rich.console import Console
 
-    from jaxsimt import ladder
+    from jaxsimt.apps import ladder
 
     rows = [_ladder_row(n, ms) for n, ms in (("naive_uncoalesced", 12345.678), ("register_tiled", 1.5e-4),
                                              ("wmma", 8.921))]
@@ -326,7 +326,7 @@ def test_ladder_table_fits_120_columns_without_cutting_numbers(cycle_level):
 
 
 def test_ladder_computes_once_for_the_table_and_the_json(monkeypatch, tmp_path, capsys):
-    from jaxsimt import ladder
+    from jaxsimt.apps import ladder
 
     calls = []
 

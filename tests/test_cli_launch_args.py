@@ -1,7 +1,7 @@
 """`jaxsimt run` with the arguments real host code passes: one buffer for two parameters (`--arg @K`), a pointer
 into an earlier buffer (`--arg @K+N`), module variables filled from the command line (`--const NAME=SPEC`) and
 bool arrays (`bool[N]:INIT`); every mistake in them is one error line naming the argument, exit status 2.
-Tiny kernels of kernels/ptx/real_cuda.ptx, run in-process through `jaxsimt.cli.main`."""
+Tiny kernels of jaxsimt/kernels/ptx/real_cuda.ptx, run in-process through `jaxsimt.cli.main`."""
 import json
 import os
 
@@ -10,10 +10,10 @@ import pytest
 
 import jaxsimt.ptx as P
 from jaxsimt import cli
-from jaxsimt import run_cli
+from jaxsimt.cli import run as run_cli
 
 HERE = os.path.dirname(__file__)
-REAL = os.path.join(HERE, "..", "kernels", "ptx", "real_cuda.ptx")
+REAL = os.path.join(HERE, "..", "jaxsimt", "kernels", "ptx", "real_cuda.ptx")
 AXPY = ["run", REAL, "--kernel", "axpy_alias", "--grid", "1", "--block", "64", "--no-timing"]
 SHIFT = ["run", REAL, "--kernel", "shift_add", "--grid", "1", "--block", "64", "--no-timing"]
 POLY = ["run", REAL, "--kernel", "const_poly", "--grid", "1", "--block", "64", "--no-timing"]

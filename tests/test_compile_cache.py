@@ -8,7 +8,7 @@ import jax
 import pytest
 
 import jaxsimt
-from jaxsimt import compile_cache
+from jaxsimt.run import compile_cache
 
 
 @pytest.fixture

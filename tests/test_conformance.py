@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxsimt import conformance
+from jaxsimt.apps import conformance
 
 GOLDEN = conformance.load_golden()
 CASES = conformance.cases()

@@ -327,7 +327,7 @@ def test_long_blocks_split_into_fall_through_chains(monkeypatch):
     MAX_BLOCK_INSTRUCTIONS back into one block (`merge_straight`): then no extra step."""
     import copy
 
-    from jaxsimt import machine as machine_mod
+    from jaxsimt.machine import core as machine_mod
 
     from jaxsimt.program import finalize, split_long_blocks
 

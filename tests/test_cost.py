@@ -3,7 +3,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxsimt import cost
+from jaxsimt.timing import cost
 
 
 STATS = {"smsp__inst_executed.sum": 1e7, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 4e7,

@@ -1,14 +1,14 @@
 """The machine's loop state is updated in place: XLA's compiled wave copies neither a memory nor a register
 file. A `lax.switch` whose branches update such an array copies all of it on every step (the cost then grows
 with the memory and the register count, not with the work), so the step's branches return only the register
-rows they write and stores and atomics run in the memory stage (`jaxsimt.memstage`)."""
+rows they write and stores and atomics run in the memory stage (`jaxsimt.machine.memstage`)."""
 import re
 
 import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import machine as machine_mod
+from jaxsimt.machine import core as machine_mod
 from jaxsimt.kernels import gemm
 import jaxsimt.ptx as ptx_api
 

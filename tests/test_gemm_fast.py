@@ -50,7 +50,7 @@ def test_block_classes_cover_the_grid():
 @pytest.mark.slow
 def test_fast_path_wmma():
     from jaxsimt.kernels import wmma_gemm as w
-    from jaxsimt.ladder import rungs
+    from jaxsimt.apps.ladder import rungs
 
     M, N, K = 40, 36, 48
     rng = np.random.default_rng(9)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import fixtures
+from jaxsimt.apps import fixtures
 from jaxsimt.kernels import gemm
 from jaxsimt.kernels.gemm import fma_f32, gemm_fma_reference, random_operands
 
@@ -51,7 +51,7 @@ def test_fma_f32_rounds_once():
     b2 = np.float32((1 + 2.0**-18) * 2.0**-24)  # a*b2 = 2^-24 (1 + 2^-17 + 2^-36): no tie, plain rounding
     assert fma_f32(a, b2, np.float32(1.0)) == np.float32(1 + 2.0**-23)
     # random operands: equal to the emulator's own fma (round-to-odd in f64, an independent method)
-    from jaxsimt import alu
+    from jaxsimt.units import alu
     from jaxsimt import types as T
     rng = np.random.default_rng(0)
     x, y, z = (rng.uniform(-1, 1, 4096).astype(np.float32) for _ in range(3))

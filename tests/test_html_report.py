@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import html_report
+from jaxsimt.apps import html_report
 from jaxsimt.kernels import seeds
 from jaxsimt.kernels.micro import shared as micro_shared
 
@@ -281,7 +281,7 @@ def test_report_of_ptx_kernel_shows_cuda_and_ptx(tmp_path):
     from the cycle-level model."""
     from jaxsimt import ptx
 
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.abspath(js.__file__))  # where the PTX's `.file kernels/cuda/...` lies
     path = os.path.join(here, "kernels", "ptx", "micro_shared.ptx")
     inp = np.arange(64 * 64, dtype=np.float32)
     r = ptx.launch(path, "_Z14smem_transposeILi32EEvPKfPfii", (2, 2), (32, 8),

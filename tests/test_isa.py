@@ -1,4 +1,4 @@
-"""The instruction table (jaxsimt.isa): every op the front ends emit for the shipped kernels is in it, no module
+"""The instruction table (jaxsimt.units.isa): every op the front ends emit for the shipped kernels is in it, no module
 outside it (and the op semantics and front ends) tests op names, and what it says of an op is what the
 machine, the ITS machine, the sanitizer and the timing traces use."""
 from __future__ import annotations
@@ -9,7 +9,9 @@ import re
 import pytest
 
 import jaxsimt
-from jaxsimt import isa, its, sanitizer, trace
+from jaxsimt.units import isa
+from jaxsimt.machine import its, sanitizer
+from jaxsimt.timing import trace
 from jaxsimt.kernels import collection
 from jaxsimt.ptx import load_module, lower
 from jaxsimt.ptx import parse
@@ -35,7 +37,7 @@ def test_every_op_of_the_collection_is_in_the_table():
 
 
 def test_every_op_of_the_seed_kernels_is_in_the_table():
-    from jaxsimt import conformance
+    from jaxsimt.apps import conformance
     seen = set()
     for case in conformance._dsl_cases():
         seen |= _ops(case.kernel.program)

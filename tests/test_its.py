@@ -3,7 +3,7 @@
 The spin lock livelocks under the stack (the step budget stops it with an error naming the warp, its pcs
 and the cause) and completes under ITS; lockstep-assuming warp code is wrong under ITS and right with
 `syncwarp`; a divergent loop gives identical results with the hand-derived schedules of both modes;
-jit and no-jit agree; the PTX forms (kernels/cuda/its.cu, nvcc output in kernels/ptx/its.ptx) do the same.
+jit and no-jit agree; the PTX forms (jaxsimt/kernels/cuda/its.cu, nvcc output in jaxsimt/kernels/ptx/its.ptx) do the same.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import its
+from jaxsimt.machine import its
 from jaxsimt.kernels import its as K
 
 PTX = os.path.join(os.path.dirname(os.path.abspath(K.__file__)), "ptx", "its.ptx")  # nvcc output of cuda/its.cu
@@ -265,7 +265,7 @@ def test_ptx_warp_sum_hazard_under_its():
 def test_run_cli_mode(capsys):
     import json
 
-    from jaxsimt import run_cli
+    from jaxsimt.cli import run as run_cli
     argv = ["run", PTX, "--kernel", "its_loop_tail", "--grid", "1", "--block", "32", "--arg", "s32[32]:zeros",
             "--json"]
     stats = {}
@@ -326,7 +326,7 @@ def test_timing_model_replays_the_its_schedule():
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["div_halfwarp", "div_nested"])
 def test_divergence_micro_kernels_same_results_in_both_modes(kind):
-    # the H200 micro-kernels (kernels/micro/divergence.py): diverged loops interleave under ITS, each thread
+    # the H200 micro-kernels (jaxsimt/kernels/micro/divergence.py): diverged loops interleave under ITS, each thread
     # runs the same instructions (equal thread instructions), a warp issues at least as many
     from jaxsimt.kernels.micro import divergence as d
     inp = (np.arange(256, dtype=np.uint32) * 2654435761).astype(np.uint32)

@@ -1,9 +1,10 @@
-"""The GEMM ladder at a large K from two runs at small K (`jaxsimt.kscale`): exact, checked against runs at
+"""The GEMM ladder at a large K from two runs at small K (`jaxsimt.timing.kscale`): exact, checked against runs at
 the real K (counters, traces, the replay's window), and refused where a count is not affine in K."""
 import numpy as np
 import pytest
 
-from jaxsimt import kscale, ladder, timing
+from jaxsimt.timing import kscale, replay as timing
+from jaxsimt.apps import ladder
 from jaxsimt.kernels.gemm import fast
 
 RUNGS = {r.name: r for r in ladder.rungs()}

@@ -6,7 +6,7 @@ import pytest
 
 import jaxsimt as js
 from jaxsimt import Ptr, f32
-from jaxsimt.occupancy import occupancy
+from jaxsimt.units.occupancy import occupancy
 
 
 @js.kernel
@@ -86,7 +86,7 @@ def test_ptx_local_frame_beyond_the_limit_is_refused_before_any_allocation():
 
 def test_large_local_frames_run_in_smaller_waves(monkeypatch):
     import importlib
-    launch_mod = importlib.import_module("jaxsimt.launch")
+    launch_mod = importlib.import_module("jaxsimt.run.launch")
     x = np.zeros(8 * 64, np.float32)
 
     @js.kernel
@@ -111,7 +111,7 @@ def runaway(out: Ptr[js.s32]):
 
 
 def test_default_step_budget_stops_a_runaway_loop_of_256_threads():
-    from jaxsimt.launch import MIN_STEPS, default_max_steps, program_size
+    from jaxsimt.run.launch import MIN_STEPS, default_max_steps, program_size
     size = program_size(runaway.program)
     budget = default_max_steps(runaway.program, 8)
     assert budget == max(MIN_STEPS, size * (4096 + min(8, size)))

@@ -9,11 +9,11 @@ import pytest
 
 import jaxsimt as js
 import jaxsimt.ptx as P
-from jaxsimt.batch import LaunchSpec
+from jaxsimt.run.batch import LaunchSpec
 from jaxsimt.errors import ArgumentError, LaunchConfigError, LaunchResourceError
 from jaxsimt.kernels.seeds import saxpy
 
-launch_mod = importlib.import_module("jaxsimt.launch")  # the module, not the function of that name
+launch_mod = importlib.import_module("jaxsimt.run.launch")  # the module, not the function of that name
 
 N = 64
 X = np.ones(N, np.float32)
@@ -174,7 +174,7 @@ def test_launch_batch_misuse(grid, block, args, axes, opts, cls, words):
 
 def test_launch_batch_memory_of_all_items(monkeypatch):
     """The budget holds for the batch's whole memory image, not item by item."""
-    import jaxsimt.validate_args as V
+    import jaxsimt.run.validate_args as V
     monkeypatch.setattr(V, "memory_budget", lambda: 64 * 1024)
     xs = np.zeros((64, 128), np.float32)  # 512 bytes per array and item; 64 KiB for all items
     with pytest.raises(LaunchConfigError, match=r"kernel saxpy: the 64 item\(s\)' arrays"):

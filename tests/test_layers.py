@@ -11,28 +11,24 @@ import jaxsimt
 
 ROOT = os.path.dirname(os.path.abspath(jaxsimt.__file__))
 
-# lowest first; a module may import its own layer and the layers below it
+# lowest first; a module may import its own layer and the layers below it. A layer is a folder of the package
+# (`jaxsimt/units/`, ...), except the base and the front ends, which are top-level modules and `jaxsimt/ptx/`.
 LAYERS = {
     "base": "errors types exact arch demangle ptx.errors",
     "program": "program",
-    "units": "alu lsu memstats memcounts coalescing banks constcache rocache texture generic regbanks occupancy stack barriers "
-             "ptxops isa mma mma.layouts mma.ops mma.numerics mma.execute mma.fixture",
-    "machine": "machine templates memstage sanitizer its stuck",
-    "timing": "trace timing cost kscale timeline",
-    "run": "launch launch_timing options validate_args batch shard compile_cache progress report command",
-    "front ends": "dsl tensor cuda ptx ptx.lexer ptx.parser ptx.ast ptx.opcodes ptx.operands ptx.lower "
-                  "ptx.provenance ptx.sources ptx.run",
+    "units": "units",
+    "machine": "machine",
+    "timing": "timing",
+    "run": "run",
+    "front ends": "dsl tensor cuda ptx",
     "api": "",  # the package itself (jaxsimt/__init__.py): the public names
-    # calibrate fits the timing model to the H200's measurements of the ladder and the micro-kernels; the
-    # PTX fuzzer mutates the collection's kernels
-    "applications": "ladder tile_sweep validate fixtures demo conformance html_report addresses kernels calibrate "
-                    "ptx.fuzz",
-    "cli": "cli run_cli report_cli occupancy_cli",
+    "applications": "apps kernels",
+    "cli": "cli",
 }
 
 # Upward imports still there: (importer, imported): why.
 KNOWN = {
-    ("jaxsimt.launch", "jaxsimt.html_report"): "LaunchResult.report, the HTML report of a result",
+    ("jaxsimt.run.launch", "jaxsimt.apps.html_report"): "LaunchResult.report, the HTML report of a result",
 }
 
 
@@ -60,7 +56,7 @@ def _imports(name: str, path: str, known: dict) -> set:
                 base = ".".join(parts + ([node.module] if node.module else []))
             if base.split(".")[0] != "jaxsimt":
                 continue
-            for a in node.names:  # `from jaxsimt import alu` imports the module jaxsimt.alu
+            for a in node.names:  # `from jaxsimt import alu` imports the module jaxsimt.units.alu
                 out.add(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base)
     return out
 

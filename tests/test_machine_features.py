@@ -55,7 +55,7 @@ def test_register_bank_conflicts_equal_hand_count(arch):
 def test_register_bank_extra_cycles_array_for_timing():
     from jaxsimt.arch import get_arch
     from jaxsimt.ptx.lower import lower
-    from jaxsimt.regbanks import extra_cycles
+    from jaxsimt.units.regbanks import extra_cycles
     prog = lower(BANKS_PTX, "banks", [np.zeros(1, np.float32)])
     cyc = extra_cycles(prog, get_arch("h200"))
     assert cyc.shape == (len(prog.instructions()),) and cyc.sum() == 3
@@ -330,7 +330,7 @@ def smem_user(out: Ptr[f32]):
 @pytest.mark.parametrize("arch, carveout_kb, blocks", [("fermi", 48, 4), ("fermi", 16, 1), ("h200", 228, 17),
                                                         ("h200", 100, 7), ("h200", 32, 2)])
 def test_carveout_sets_occupancy_as_the_calculator(arch, carveout_kb, blocks):
-    from jaxsimt.occupancy import occupancy
+    from jaxsimt.units.occupancy import occupancy
     r = js.launch(smem_user, 1, 64, (np.zeros(64, np.float32),), arch=arch, carveout=carveout_kb * 1024,
                   counters=False)
     calc = occupancy(arch, 64, r.stats["launch__registers_per_thread"], 12 * 1024, carveout=carveout_kb * 1024)
@@ -348,7 +348,7 @@ def test_carveout_default_is_largest_and_bad_values_refused():
 
 def test_occupancy_cli_carveout(capsys):
     import json
-    from jaxsimt.occupancy_cli import cli
+    from jaxsimt.cli.occupancy import cli
     for kb, blocks in ((48, 4), (16, 1)):
         assert cli(["--arch", "fermi", "--threads", "64", "--regs", "8", "--smem", str(12 * 1024), "--carveout",
                     str(kb), "--json"]) == 0
@@ -357,7 +357,7 @@ def test_occupancy_cli_carveout(capsys):
 
 def test_run_cli_carveout(tmp_path, capsys):
     import json
-    from jaxsimt.run_cli import main
+    from jaxsimt.cli.run import main
     path = tmp_path / "banks.ptx"
     path.write_text(BANKS_PTX)
     assert main([str(path), "--kernel", "banks", "--grid", "1", "--block", "32", "--arg", "f32[1]:zeros",
@@ -395,7 +395,7 @@ def test_carveout_sets_the_l1_size_of_the_read_only_cache():
 
 
 def _reference_lru(cs, blocks_addr, nbytes):
-    """A plain-Python sectored LRU cache per block: the independent reference for jaxsimt.rocache."""
+    """A plain-Python sectored LRU cache per block: the independent reference for jaxsimt.units.rocache."""
     hits = misses = 0
     caches = [[[] for _ in range(cs.sets)] for _ in range(len(blocks_addr))]  # per set: [line, sectors] MRU last
     per = cs.line // cs.sector
@@ -428,7 +428,7 @@ def _reference_lru(cs, blocks_addr, nbytes):
 def test_read_only_cache_matches_a_reference_lru():
     import jax
     import jax.numpy as jnp
-    from jaxsimt import rocache
+    from jaxsimt.units import rocache
     cs = rocache.CacheShape(sets=2, ways=2, line=128, sector=32)
     C, WPB, L, STEPS = 2, 2, 32, 6
     rng = np.random.default_rng(7)

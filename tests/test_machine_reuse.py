@@ -71,7 +71,7 @@ def test_shrinking_grids_run_on_the_first_launchs_machine():
     """A driver whose grids shrink (LU, Gaussian elimination) compiles once: a smaller grid runs on the machine
     built for a larger one, its wave padded with finished blocks; a grid far smaller than that wave (more than
     `REUSE_FACTOR` times, and past `REUSE_THREADS` threads) gets a machine of its own."""
-    from jaxsimt.launch import REUSE_FACTOR, REUSE_THREADS
+    from jaxsimt.run.launch import REUSE_FACTOR, REUSE_THREADS
 
     @js.kernel
     def scale(x: Ptr[f32], a: f32, n: js.s32):

@@ -1,4 +1,4 @@
-"""The memory counters' stage (`jaxsimt.memcounts`): accesses counted after the step's block, once per access
+"""The memory counters' stage (`jaxsimt.units.memcounts`): accesses counted after the step's block, once per access
 shape, give every counter that counting each access where it runs gives, in every case that decides how an
 access is counted: global and shared, loads, stores and atomics, vector widths, the constant cache, generic
 addresses, ldmatrix, the interpreter tier, ITS, and batch items counted apart."""
@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import machine as M, memcounts
+from jaxsimt.machine import core as M
+from jaxsimt.units import memcounts
 from runs import assert_same_run, launch_fresh, naive_gemm_case
 
 CASES = ["glob_ld_elem_16B_float4", "glob_st_elem_1B_char", "glob_ld_perm128", "smem_stride_s2",

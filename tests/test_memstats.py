@@ -1,4 +1,4 @@
-"""The wave-wide memory counters (`jaxsimt.memstats`) against per-warp sets of sectors and lines computed in
+"""The wave-wide memory counters (`jaxsimt.units.memstats`) against per-warp sets of sectors and lines computed in
 Python: every shortcut (non-decreasing lanes, 64-sector spans) gives the exact model's numbers, and waves
 that no shortcut covers take the exact model."""
 import jax
@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxsimt import memstats
+from jaxsimt.units import memstats
 from jaxsimt.arch import get_arch
 
 H200 = get_arch("h200")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxsimt import conformance, machine as machine_mod
+from jaxsimt.apps import conformance
+from jaxsimt.machine import core as machine_mod
 from jaxsimt.kernels import gemm
 from jaxsimt.program import BRANCH, merge_straight
 from runs import assert_same_run, launch_fresh, naive_gemm_case

@@ -1,4 +1,4 @@
-"""The hardware model against the H200 ground truth (kernels/cuda/mma_truth.cu), when the fixture exists.
+"""The hardware model against the H200 ground truth (jaxsimt/kernels/cuda/mma_truth.cu), when the fixture exists.
 
 The fixture lives at jaxsimt/data/h200/mma/ (or the directory named by JAXSIMT_MMA_FIXTURE)."""
 import os
@@ -7,7 +7,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from jaxsimt.mma import fixture
+from jaxsimt.units.mma import fixture
 
 FIXTURE = pathlib.Path(os.environ.get("JAXSIMT_MMA_FIXTURE", fixture.DEFAULT_DIR))
 

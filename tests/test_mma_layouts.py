@@ -3,7 +3,7 @@ import numpy as np
 import jax.numpy as jnp
 import pytest
 
-from jaxsimt import mma as M
+from jaxsimt.units import mma as M
 
 
 # The PTX ISA tables ("Matrix Fragments for mma.m16n8k16 with floating point type", "... mma.m16n8k8",

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsimt import mma as M
-from jaxsimt.mma import numerics as N
+from jaxsimt.units import mma as M
+from jaxsimt.units.mma import numerics as N
 
 F16, BF16 = jnp.float16, jnp.bfloat16
 # the only parameter sets besides the fitted one (each set is one more compilation of the model)

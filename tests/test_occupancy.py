@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsimt.occupancy import LIMITERS, UNLIMITED, occupancy, occupancy_arrays
-from jaxsimt.occupancy_cli import cli
+from jaxsimt.units.occupancy import LIMITERS, UNLIMITED, occupancy, occupancy_arrays
+from jaxsimt.cli.occupancy import cli
 
 KB = 1024
 

@@ -8,8 +8,8 @@ import jax
 import numpy as np
 import pytest
 
-from jaxsimt import fixtures
-from jaxsimt.occupancy import occupancy, occupancy_arrays
+from jaxsimt.apps import fixtures
+from jaxsimt.units.occupancy import occupancy, occupancy_arrays
 
 SWEEP = fixtures.occupancy_sweep("h200")
 N = len(SWEEP["kernel"])

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 import jaxsimt as js
-from jaxsimt import progress
+from jaxsimt.run import progress
 from jaxsimt.kernels import seeds
 
 

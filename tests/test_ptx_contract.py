@@ -132,7 +132,7 @@ def test_dsl_mul_add_stays_two_roundings_and_fma_one():
 
 
 def test_cli_run_no_contract(tmp_path):
-    from jaxsimt.run_cli import main
+    from jaxsimt.cli.run import main
     src = tmp_path / "k.ptx"
     src.write_text(_ptx("f32"))
     outs = {}

@@ -1,4 +1,4 @@
-"""Every kernel of kernels/cuda/*.cu, compiled by nvcc (`kernels/ptx/regen.sh`: nvcc -arch=sm_90 -O3 -ptx),
+"""Every kernel of jaxsimt/kernels/cuda/*.cu, compiled by nvcc (`jaxsimt/kernels/ptx/regen.sh`: nvcc -arch=sm_90 -O3 -ptx),
 runs through `jaxsimt.ptx.launch` with the H200 collection's launch configuration and equals its numpy
 reference; the micro-kernels' memory counters equal the H200 fixture exactly; mma_truth's kernels give
 the H200's bits on the committed Tensor Core fixture (jaxsimt/data/h200/mma).
@@ -13,12 +13,12 @@ import os
 import pytest
 
 import jaxsimt.ptx as P
-from jaxsimt import conformance
+from jaxsimt.apps import conformance
 from jaxsimt.kernels.collection import CASES, EXACT, PTX, Case, launch
 
 
 def counters(case: Case, r):
-    from jaxsimt import fixtures
+    from jaxsimt.apps import fixtures
     hw = fixtures.ncu_metrics("h200")[case.name]
     return {m: int(r.stats[m]) for m in EXACT}, {m: int(hw[m]) for m in EXACT}
 
@@ -42,7 +42,7 @@ def test_cuda_kernel_via_ptx(case):
 
 
 def test_registry_covers_every_kernel():
-    from jaxsimt import fixtures
+    from jaxsimt.apps import fixtures
     from jaxsimt.kernels.micro import REGISTRY
     names = {c.name for c in CASES}
     assert set(REGISTRY) <= names  # every H200 micro-kernel, with its counters

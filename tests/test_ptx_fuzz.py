@@ -4,7 +4,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxsimt.ptx import PtxError, PtxInvalidError, PtxUnsupportedError, fuzz, lower, parse
+from jaxsimt.apps import ptx_fuzz as fuzz
+from jaxsimt.ptx import PtxError, PtxInvalidError, PtxUnsupportedError, lower, parse
 
 SOURCES = fuzz.source_texts()
 

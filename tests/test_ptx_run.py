@@ -215,7 +215,7 @@ def test_local_memory_array():
 
 
 # ---------------------------------------------------------------- memory counters vs the H200 fixture
-MICRO = os.path.join(ROOT, "kernels", "ptx")
+MICRO = os.path.join(ROOT, "jaxsimt", "kernels", "ptx")
 EXACT = ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
          "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
          "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
@@ -225,7 +225,7 @@ BUF = (1 << 20) // 4
 
 
 def _h200(kernel):
-    from jaxsimt import fixtures
+    from jaxsimt.apps import fixtures
     return fixtures.ncu_metrics("h200")[kernel]
 
 
@@ -257,7 +257,7 @@ def test_micro_counters_equal_h200(case):
 
 
 def test_cli_run_json(tmp_path, capsys):
-    from jaxsimt.run_cli import main
+    from jaxsimt.cli.run import main
     rc = main(["run", os.path.join(PTX, "saxpy.ptx"), "--kernel", "saxpy", "--grid", "4", "--block", "256",
                "--arg", "s32:1000", "--arg", "f32:2.5", "--arg", "f32[1024]:rand", "--arg", "f32[1024]:ones",
                "--json", "--seed", "3", "--save-outputs", str(tmp_path)])

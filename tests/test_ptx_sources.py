@@ -103,7 +103,7 @@ def test_a_relative_path_resolves_by_its_trailing_part_inside_an_allowed_folder(
 
 def test_the_shipped_ladder_ptx_shows_its_cuda_lines_in_jaxsimt_run():
     import jaxsimt.kernels
-    from jaxsimt.run_cli import shipped_sources
+    from jaxsimt.cli.run import shipped_sources
 
     root = os.path.dirname(jaxsimt.kernels.__file__)
     ladder = os.path.join(root, "ptx", "gemm_ladder.ptx")

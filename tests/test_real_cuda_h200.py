@@ -1,4 +1,4 @@
-"""The real-CUDA corpus (kernels/cuda/real_cuda.cu: bool-flag BFS, uniform division, Gaussian elimination
+"""The real-CUDA corpus (jaxsimt/kernels/cuda/real_cuda.cu: bool-flag BFS, uniform division, Gaussian elimination
 that ptxas contracts, aliased and offset pointers, a __constant__ table) run from its committed PTX equals
 the outputs of the same PTX on an H200 (jaxsimt/data/h200/real_cuda/real_cuda.npz) bit for bit."""
 import os

@@ -1,4 +1,4 @@
-"""The sanitizer (jaxsimt.sanitizer): each check on small kernels whose bug (or absence of one) is known by
+"""The sanitizer (jaxsimt.machine.sanitizer): each check on small kernels whose bug (or absence of one) is known by
 construction, with the line, thread and address the finding must name."""
 import inspect
 
@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import Ptr, errors, f32, s32, sanitizer
+from jaxsimt import Ptr, errors, f32, s32
+from jaxsimt.machine import sanitizer
 from jaxsimt.kernels.seeds import make_matmul_tiled
 from jaxsimt.ptx.run import launch as ptx_launch
 
@@ -267,7 +268,7 @@ def test_unknown_check_is_refused():
 
 
 def test_checks_off_keep_no_sanitizer_state():
-    from jaxsimt.launch import _program_of
+    from jaxsimt.run.launch import _program_of
     js.launch(copy, 1, 32, [np.ones(32, np.float32), np.zeros(32, np.float32)])
     js.launch(copy, 1, 32, [np.ones(32, np.float32), np.zeros(32, np.float32)], check="all", collect=True)
     machines = _program_of(copy).__dict__["_machines"]

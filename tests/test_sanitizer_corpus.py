@@ -1,4 +1,4 @@
-"""The sanitizer corpus (kernels/sanitizer/): its cases are consistent with their sources, PTX and the H200
+"""The sanitizer corpus (jaxsimt/kernels/sanitizer/): its cases are consistent with their sources, PTX and the H200
 fixture of compute-sanitizer's verdicts, and every clean kernel runs right on jaxsimt without checks."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxsimt
-from jaxsimt import sanitizer
+from jaxsimt.machine import sanitizer
 from jaxsimt.errors import SimtError
 from jaxsimt.kernels.sanitizer import cases as C
 from jaxsimt.kernels.sanitizer import collect_h200, run, table

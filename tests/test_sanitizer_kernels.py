@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import errors, sanitizer
+from jaxsimt import errors
+from jaxsimt.machine import sanitizer
 from jaxsimt.kernels import its as K
 from jaxsimt.kernels import micro, seeds
 from jaxsimt.kernels.gemm import RUNGS, random_operands

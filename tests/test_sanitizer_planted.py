@@ -1,13 +1,13 @@
-"""jaxsimt's sanitizer on the corpus of planted bugs (kernels/sanitizer/): every planted bug is reported by
+"""jaxsimt's sanitizer on the corpus of planted bugs (jaxsimt/kernels/sanitizer/): every planted bug is reported by
 the check it belongs to, at the planted line, with the thread, block, array and byte offset the case
 expects; every clean look-alike gives no finding under all checks. The same cases' compute-sanitizer
 verdicts on the H200 are the fixture jaxsimt/data/h200/sanitizer/verdicts.json (docs/sanitizer.md puts
-the two side by side: kernels/sanitizer/table.py)."""
+the two side by side: jaxsimt/kernels/sanitizer/table.py)."""
 from __future__ import annotations
 
 import pytest
 
-from jaxsimt import sanitizer
+from jaxsimt.machine import sanitizer
 from jaxsimt.kernels.sanitizer import cases as C
 from jaxsimt.kernels.sanitizer import run
 

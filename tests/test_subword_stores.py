@@ -11,7 +11,8 @@ from hypothesis import given, settings, strategies as st
 
 import jaxsimt as js
 import jaxsimt.ptx as P
-from jaxsimt import Ptr, lsu, s32
+from jaxsimt import Ptr, s32
+from jaxsimt.units import lsu
 from jaxsimt import types as T
 
 N_WORDS = 6

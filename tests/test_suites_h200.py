@@ -1,5 +1,5 @@
-"""The suite corpus (kernels/suites/: kernels after CUDA samples, Rodinia, PolyBench/GPU, Parboil and SHOC)
-on jaxsimt against an H200 (jaxsimt/data/h200/suites/, written by kernels/suites/run_gpu.py): every case's
+"""The suite corpus (jaxsimt/kernels/suites/: kernels after CUDA samples, Rodinia, PolyBench/GPU, Parboil and SHOC)
+on jaxsimt against an H200 (jaxsimt/data/h200/suites/, written by jaxsimt/kernels/suites/run_gpu.py): every case's
 outputs bit for bit, and per kernel every exactly compared counter (global requests and sectors, shared
 wavefronts and bank conflicts, loads and stores; registers; theoretical occupancy). The pairs where jaxsimt
 and the H200 differ are listed below with the reason (docs/suites.md); the test fails if any other pair

@@ -1,4 +1,4 @@
-"""The interpreter tier (`jaxsimt.templates`): interpreted blocks give the same bits and the same counters
+"""The interpreter tier (`jaxsimt.machine.templates`): interpreted blocks give the same bits and the same counters
 as compiled ones, in both execution modes; a long straight-line kernel becomes a handful of templates
 (so its compile time does not grow with its length); the tier plan compiles loops first."""
 from __future__ import annotations
@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import conformance, templates
+from jaxsimt.apps import conformance
+from jaxsimt.machine import templates
 from jaxsimt.kernels import collection, its as its_kernels, seeds
-from jaxsimt.launch import _program_of
-from jaxsimt.machine import Geometry, Layout, Machine, Options
+from jaxsimt.run.launch import _program_of
+from jaxsimt.machine.core import Geometry, Layout, Machine, Options
 from jaxsimt.ptx.lower import lower
 from jaxsimt.ptx.run import load_module
 from runs import assert_same_run

@@ -1,13 +1,13 @@
 """DSL Tensor Core instructions (jaxsimt.tensor) and the WMMA GEMM rung: against the H200 fixture's WMMA
-tiles, against jaxsimt.mma composed tile by tile, PTX-style mma_sync + ldmatrix, and the warp-sync fault."""
+tiles, against jaxsimt.units.mma composed tile by tile, PTX-style mma_sync + ldmatrix, and the warp-sync fault."""
 import numpy as np
 import pytest
 
 import jaxsimt as js
 from jaxsimt import Ptr, f16, f32, s32
-from jaxsimt import mma as M
+from jaxsimt.units import mma as M
 from jaxsimt.kernels import wmma_gemm
-from jaxsimt.mma import fixture
+from jaxsimt.units.mma import fixture
 
 
 @js.kernel(name="wmma_tile")

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import machine as machine_mod, trace
+from jaxsimt.machine import core as machine_mod
+from jaxsimt.timing import trace
 from jaxsimt.kernels import gemm
-from jaxsimt.machine import Machine, Options
+from jaxsimt.machine.core import Machine, Options
 from jaxsimt.program import BRANCH
 from runs import assert_same_run, launch_fresh, naive_gemm_case
 

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import cost
-from jaxsimt.banks import METRIC_WAVEFRONTS
-from jaxsimt.coalescing import METRIC_SECTORS
-from jaxsimt.occupancy import occupancy
-from jaxsimt import tile_sweep as ts
+from jaxsimt.timing import cost
+from jaxsimt.units.banks import METRIC_WAVEFRONTS
+from jaxsimt.units.coalescing import METRIC_SECTORS
+from jaxsimt.units.occupancy import occupancy
+from jaxsimt.apps import tile_sweep as ts
 
 
 def _stats(rng, threads, regs, smem):
@@ -70,7 +70,7 @@ def test_sweep_counters_equal_the_fast_path_and_the_best_is_fastest():
 
 def test_pattern_sweep_equals_one_pattern_at_a_time():
     """The coalescer and bank model vmapped over access patterns (strides and row paddings)."""
-    from jaxsimt import banks, coalescing
+    from jaxsimt.units import banks, coalescing
 
     lanes = np.arange(32)
     pats = np.stack([lanes * s * 4 for s in range(1, 34)] + [(lanes % 8) * (32 + pad) * 4 for pad in range(4)])

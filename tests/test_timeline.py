@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from jaxsimt import cli
-from jaxsimt import timing as tm
+from jaxsimt.timing import replay as tm
 
 HERE = os.path.dirname(__file__)
-REAL = os.path.join(HERE, "..", "kernels", "ptx", "real_cuda.ptx")
+REAL = os.path.join(HERE, "..", "jaxsimt", "kernels", "ptx", "real_cuda.ptx")
 AXPY = ["run", REAL, "--kernel", "axpy_alias", "--grid", "2", "--block", "64", "--arg", "f32:0.5",
         "--arg", "f32[128]:rand", "--arg", "@1", "--arg", "s32:128"]
 
@@ -77,7 +77,7 @@ def test_timeline_needs_the_timing_model(tmp_path, capsys):
 
 
 def test_slices_beyond_the_limit_are_dropped_and_counted():
-    from jaxsimt import timeline
+    from jaxsimt.timing import timeline
 
     # a hand-made two-issue timeline of one SM: (time, slot, sched, pc, warp, reason, start)
     out = {"timeline": tuple(np.asarray([v]) for v in ([3.0, 7.0], [0, 1], [0, 1], [2, 5], [0, 1],

@@ -11,8 +11,8 @@ import pytest
 
 import jaxsimt as js
 from jaxsimt import Ptr, f32
-from jaxsimt import timing as tm
-from jaxsimt import trace as tr
+from jaxsimt.timing import replay as tm
+from jaxsimt.timing import trace as tr
 from jaxsimt.arch import get_arch
 
 B, F = 5.0, 7.0  # block launch cycles, FMA latency
@@ -190,7 +190,7 @@ def test_launch_with_timing_reports_cycles_stalls_and_a_timeline_plot(tmp_path):
 
 
 def test_calibration_split_holds_out_a_family_and_the_timed_ladder():
-    from jaxsimt import calibrate
+    from jaxsimt.apps import calibrate
 
     assert calibrate._split("micro_shared", 0) == calibrate._split("micro_divergence", 0) == "train"
     assert calibrate._split("micro_global", 0) == "held_out"
@@ -203,7 +203,7 @@ def test_calibration_split_holds_out_a_family_and_the_timed_ladder():
 def test_ladder_traces_the_ptx_the_hardware_ran():
     """The cycle-level ladder replays nvcc's PTX of the rung: the same blocks and memory behaviour as the
     DSL copy, with far fewer instructions (nearer the SASS the H200 ran, see docs/timing.md)."""
-    from jaxsimt import ladder
+    from jaxsimt.apps import ladder
 
     rung = {r.name: r for r in ladder.rungs()}["naive_coalesced"]
     n = 64
@@ -222,7 +222,7 @@ def test_committed_calibration_report_reproduces_on_held_out_kernels():
     import json
     import os
 
-    from jaxsimt import calibrate
+    from jaxsimt.apps import calibrate
 
     h200 = get_arch("h200")
     assert h200.timing_fitted is not None  # the H200 runs with calibrated parameters
@@ -244,7 +244,7 @@ def test_committed_calibration_report_reproduces_on_held_out_kernels():
 def test_ladder_report_predicts_with_the_calibrated_model_by_default(capsys):
     import json
 
-    from jaxsimt import ladder
+    from jaxsimt.apps import ladder
 
     argv = ["--size", "64", "64", "64", "--rungs", "naive_coalesced", "--json"]
     assert ladder.main(argv) == 0

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import jaxsimt as js
-from jaxsimt import timing as tm
-from jaxsimt import trace as tr
+from jaxsimt.timing import replay as tm
+from jaxsimt.timing import trace as tr
 from jaxsimt.arch import get_arch
 
 from test_timing import ARCH, STEPS, barrier, chain, independent, params, staged
@@ -63,7 +63,7 @@ def test_four_schedulers_within_the_tolerance():
 def test_ladder_rungs_within_the_tolerance():
     """Two rungs of the ladder, traced from their PTX at 128^3 (the blocks of the busiest SM),
     replayed both ways with the fitted H200 parameters."""
-    from jaxsimt import ladder
+    from jaxsimt.apps import ladder
 
     by = {r.name: r for r in ladder.rungs()}
     p = tm.params_of("h200")

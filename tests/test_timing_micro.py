@@ -1,10 +1,10 @@
-"""The timing model's micro-benchmark fixture (kernels/cuda/micro_timing.cu on the H200,
+"""The timing model's micro-benchmark fixture (jaxsimt/kernels/cuda/micro_timing.cu on the H200,
 jaxsimt/data/h200/timing_micro/) and the fit's use of it: started from the measurements and kept within
 calibrate.MEASURED_FACTOR of each."""
 import jax.numpy as jnp
 import pytest
 
-from jaxsimt import calibrate, fixtures
+from jaxsimt.apps import calibrate, fixtures
 
 
 def test_the_measurements_are_ordered_as_the_hardware_is():

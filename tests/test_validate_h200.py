@@ -1,6 +1,6 @@
 """Every H200 micro-kernel in the emulator: exact equality of the memory counters with Nsight Compute.
 
-For each kernel of kernels/cuda/micro_{shared,global,divergence}.cu (DSL versions in
+For each kernel of jaxsimt/kernels/cuda/micro_{shared,global,divergence}.cu (DSL versions in
 jaxsimt.kernels.micro), launched with the profiled configuration: outputs equal the numpy reference, and
 global requests/sectors and shared wavefronts/bank conflicts (loads and stores) equal the H200's
 (jaxsimt/data/h200/ncu_metrics.csv). Launches are cached per kernel, so each runs once per session.
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from jaxsimt import fixtures, validate
+from jaxsimt.apps import fixtures, validate
 from jaxsimt.kernels.micro import REGISTRY, groups
 
 NAMES = list(REGISTRY)

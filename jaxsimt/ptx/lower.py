@@ -19,8 +19,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from jaxsimt import types as T
-from jaxsimt.barriers import PTX_BARRIERS
-from jaxsimt.barriers import attrs as barrier_attrs
+from jaxsimt.units.barriers import PTX_BARRIERS
+from jaxsimt.units.barriers import attrs as barrier_attrs
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
                              SourceLoc, Terminator, finalize)
 from jaxsimt.ptx import ast, contract, provenance
@@ -591,7 +591,7 @@ class _Lowerer:
         def D(k):
             return self.dst(ops[k], ctx, ins)
 
-        if op == "bar.warp.sync":  # a wait point of Independent Thread Scheduling (jaxsimt.its)
+        if op == "bar.warp.sync":  # a wait point of Independent Thread Scheduling (jaxsimt.machine.its)
             mm = ops[0] if ops else None
             if isinstance(mm, ast.Reg) and mm.name in ctx.constants:
                 mm = ctx.constants[mm.name] & 0xFFFFFFFF
@@ -610,7 +610,7 @@ class _Lowerer:
             return
         if op == "cvta":
             # shared and local addresses move into / out of their window of the generic space
-            # (jaxsimt.generic); global, const and param addresses are the same in both
+            # (jaxsimt.units.generic); global, const and param addresses are the same in both
             a = ops[1]
             space = ins.space if ins.space in ("shared", "local") else None
             if isinstance(a, ast.Sym):
@@ -921,7 +921,7 @@ class _Lowerer:
     def tensor(self, ins, ctx, loc):
         """mma.sync / ldmatrix / wmma.{load,mma,store} onto `jaxsimt.tensor`'s machine ops."""
         from jaxsimt import tensor as TC  # registers tensor.mma / tensor.ldmatrix
-        from jaxsimt.mma import layouts
+        from jaxsimt.units.mma import layouts
         op, mods = ins.opcode, set(ins.modifiers)
         if op == "ldmatrix":
             num = next((int(m[1:]) for m in ins.modifiers if m in ("x1", "x2", "x4")), None)
@@ -991,7 +991,7 @@ class _Lowerer:
         WMMA layout (element j of lane l = tile element l + 32 j, row-major; docs/mma.md). 16-bit
         elements are packed two per .b32 register; registers beyond the fragment's elements hold copies.
         Every emitted instruction carries attr `expansion` (the PTX instruction it implements): the timing
-        model issues only the loads / stores of an expansion (`jaxsimt.trace.folded_mask`)."""
+        model issues only the loads / stores of an expansion (`jaxsimt.timing.trace.folded_mask`)."""
         block, start = self.blocks[-1][1], len(self.blocks[-1][1])
         self._wmma_ldst(ins, ctx, loc, shape)
         assert self.blocks[-1][1] is block  # the expansion is straight-line code
@@ -999,7 +999,7 @@ class _Lowerer:
                          for i in block[start:]]
 
     def _wmma_ldst(self, ins, ctx, loc, shape):
-        from jaxsimt.mma import layouts
+        from jaxsimt.units.mma import layouts
         mods = set(ins.modifiers)
         if shape not in layouts.WMMA_SHAPES:
             self.fail(ins, f"WMMA shape {shape} not supported")
@@ -1118,7 +1118,7 @@ class _Lowerer:
             self.fail(ins, "texture memory not supported")
         attrs = dict(attrs, space=space, type=ty, vec=vec)
         if op == "ld" and space == "global" and "nc" in mods:
-            attrs["cache"] = "ro"  # the read-only (non-coherent) path: jaxsimt.rocache
+            attrs["cache"] = "ro"  # the read-only (non-coherent) path: jaxsimt.units.rocache
         if op == "ld":
             dsts = [self.dst(v, ctx, ins) for v in vals]
             if t.is_signed and any(d.dtype.bits > t.bits for d in dsts):  # signed loads sign-extend

@@ -21,7 +21,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from jaxsimt import validate_args
+from jaxsimt.run import validate_args
 from jaxsimt.errors import ArgumentError, LaunchConfigError
 from jaxsimt.ptx.lower import hidden_arrays, lower
 from jaxsimt.ptx.parser import parse
@@ -129,7 +129,7 @@ def launch(ptx_text_or_path, kernel_name, grid, block, args: Sequence[Any] = (),
     constants: {module variable: array} copied into `.const`/`.global` variables before the launch;
     source_dirs: folders besides the PTX file's own from which the sources its `.file` directives name may
     be read for messages and tables (never any other path: `jaxsimt.ptx.sources`)."""
-    from jaxsimt.launch import launch as _launch
+    from jaxsimt.run.launch import launch as _launch
 
     module = load_module(ptx_text_or_path)
     args, dynamic_smem = _check_entry_args(module, kernel_name, args, dynamic_smem)

@@ -36,7 +36,7 @@ def candidates(path: str, dirs: Sequence[str]) -> list[str]:
         tries = [path]
     else:
         # the path as nvcc was given it, relative to a folder it was run in: each allowed folder may hold it
-        # whole or its trailing part (`kernels/cuda/k.cu` under a folder that holds `cuda/k.cu`), or the name
+        # whole or its trailing part (`jaxsimt/kernels/cuda/k.cu` under a folder that holds `cuda/k.cu`), or the name
         parts = [q for q in path.replace("\\", "/").split("/") if q]
         tails = [os.path.join(*parts[k:]) for k in range(len(parts))] if parts else [path]
         tries = [os.path.join(d, t) for t in tails for d in dirs]

@@ -1,0 +1,226 @@
+"""Hardware ground truth: loaders for the committed measurements in `jaxsimt/data/<arch>/`.
+
+The files are package data, so these loaders work from a source checkout and from an installed wheel.
+Each returns plain Python/numpy structures (no pandas):
+
+| loader | file | returns |
+|---|---|---|
+| `device_props(arch)` | `device_props.json` | dict of cudaDeviceProp fields |
+| `registry(arch)` | `registry.json` | program -> list of {kernel, config} |
+| `ncu_kernels(arch)` | `ncu_kernels.csv` | kernel -> `NcuKernel` (program, grid, block, dyn smem, parameters) |
+| `ncu_metrics(arch)` | `ncu_metrics.csv` | kernel -> {metric: value} (int where integral, else float or str) |
+| `occupancy_sweep(arch)` | `occupancy_sweep.csv` | column -> numpy array (one entry per configuration) |
+| `timings(arch)` | `timings.json` | (variant, size) -> timing record |
+
+A missing file raises `FixtureNotFound` (a `FileNotFoundError`) naming the file and the architectures that
+have fixtures. Results are cached per architecture; treat them as read-only.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Union
+
+import numpy as np
+
+Number = Union[int, float]
+
+
+class FixtureNotFound(FileNotFoundError):
+    """A hardware fixture file is not there (not collected for this architecture, or not installed)."""
+
+
+def _data_root():
+    return resources.files("jaxsimt").joinpath("data")
+
+
+def available_archs() -> list[str]:
+    """Architectures with a fixtures folder (lowercase names)."""
+    root = _data_root()
+    try:
+        return sorted(p.name for p in root.iterdir() if p.is_dir() and p.joinpath("README.md").is_file())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def path(arch: str, name: str):
+    """The fixture file `name` of `arch` (a Traversable; `str()` gives a path for a normal install)."""
+    arch = str(arch).lower()
+    p = _data_root().joinpath(arch, *name.split("/"))
+    if not p.is_file():
+        have = ", ".join(available_archs()) or "none"
+        raise FixtureNotFound(
+            f"no hardware fixture {name!r} for arch {arch!r} (looked in jaxsimt/data/{arch}/; architectures "
+            f"with fixtures: {have})")
+    return p
+
+
+def _text(arch: str, name: str) -> str:
+    return path(arch, name).read_text(encoding="utf-8")
+
+
+def _json(arch: str, name: str):
+    return json.loads(_text(arch, name))
+
+
+def _csv(arch: str, name: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(_text(arch, name))))
+
+
+def _number(s: str) -> Union[Number, str]:
+    """'12' -> 12, '1.5' -> 1.5, '1,399' -> 1399; anything else stays a string."""
+    t = s.strip().replace(",", "")
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        v = float(t)
+    except ValueError:
+        return s
+    return int(v) if v.is_integer() and abs(v) < 2**53 and "." not in t and "e" not in t.lower() else v
+
+
+@functools.lru_cache(maxsize=None)
+def device_props(arch: str = "h200") -> dict:
+    """cudaDeviceProp fields measured on the device (`device_props.json`)."""
+    return _json(arch, "device_props.json")
+
+
+@functools.lru_cache(maxsize=None)
+def registry(arch: str = "h200") -> dict[str, list[dict]]:
+    """program -> [{'kernel': name, 'config': text}], every profiled kernel in registry order."""
+    raw = _json(arch, "registry.json")
+    return {prog: [{"kernel": e["kernel"], "config": e.get("config", "")} for e in entries]
+            for prog, entries in raw.items()}
+
+
+@dataclass(frozen=True)
+class NcuKernel:
+    """One profiled launch: its program, fixed launch configuration and parameters."""
+
+    program: str
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dyn_smem: int
+    params: dict = field(default_factory=dict)  # e.g. {'p': 4, 'elem_bytes': 4}
+    ncu_id: int = -1
+    ncu_kernel_name: str = ""
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+_TRIPLE = re.compile(r"(grid|block)=\((\d+),\s*(\d+),\s*(\d+)\)")
+
+
+def _launch_config(text: str):
+    dims = {m.group(1): tuple(int(m.group(i)) for i in (2, 3, 4)) for m in _TRIPLE.finditer(text)}
+    rest = _TRIPLE.sub("", text)
+    params = {}
+    for tok in rest.split():
+        if "=" in tok:
+            k, v = tok.split("=", 1)
+            params[k] = _number(v)
+    dyn = int(params.pop("dyn_smem", 0))
+    return dims.get("grid", (1, 1, 1)), dims.get("block", (1, 1, 1)), dyn, params
+
+
+@functools.lru_cache(maxsize=None)
+def ncu_kernels(arch: str = "h200") -> dict[str, NcuKernel]:
+    """kernel name -> NcuKernel, in profiling order (`ncu_kernels.csv`)."""
+    out: dict[str, NcuKernel] = {}
+    for row in _csv(arch, "ncu_kernels.csv"):
+        grid, block, dyn, params = _launch_config(row["launch_config"])
+        out[row["kernel"]] = NcuKernel(row["program"], row["kernel"], grid, block, dyn, params,
+                                       int(row["ncu_id"]), row["ncu_kernel_name"])
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def ncu_metrics(arch: str = "h200") -> dict[str, dict[str, Union[Number, str]]]:
+    """kernel name -> {metric name: value} (`ncu_metrics.csv`; counts as int, ratios as float)."""
+    out: dict[str, dict] = {}
+    for row in _csv(arch, "ncu_metrics.csv"):
+        out.setdefault(row["kernel"], {})[row["metric"]] = _number(row["value"])
+    return out
+
+
+def metric(kernel: str, name: str, arch: str = "h200") -> Union[Number, str]:
+    """One measured metric of one kernel; KeyError naming what is missing."""
+    table = ncu_metrics(arch)
+    if kernel not in table:
+        raise KeyError(f"no ncu measurements for kernel {kernel!r} on {arch}")
+    if name not in table[kernel]:
+        raise KeyError(f"metric {name!r} was not measured for kernel {kernel!r} on {arch}")
+    return table[kernel][name]
+
+
+_SWEEP_STR = ("kernel", "status")
+
+
+@functools.lru_cache(maxsize=None)
+def occupancy_sweep(arch: str = "h200") -> dict[str, np.ndarray]:
+    """column -> array over the sweep's configurations (`occupancy_sweep.csv`).
+
+    Columns: kernel, status (str); target_regs, num_regs (actual registers per thread),
+    attr_max_threads_per_block, static_smem, local_bytes, max_dyn_smem_attr, threads_per_block, dyn_smem,
+    blocks_per_sm (what cudaOccupancyMaxActiveBlocksPerMultiprocessor returned), active_warps_per_sm (int64).
+    """
+    lines = [ln for ln in _text(arch, "occupancy_sweep.csv").splitlines() if ln.strip()]
+    if len(lines) < 2:
+        raise ValueError(f"occupancy_sweep.csv for {arch} has no rows")
+    header = lines[0].split(",")
+    n_tail = len(header) - 1
+    rows = []
+    for ln in lines[1:]:
+        # The kernel name is a C++ template id with unquoted commas (`pressure_capped<128, 72>`): every
+        # other column is a plain token, so split those off the right.
+        parts = ln.rsplit(",", n_tail)
+        if len(parts) != len(header):
+            raise ValueError(f"occupancy_sweep.csv for {arch}: cannot parse row {ln!r}")
+        rows.append(parts)
+    cols: dict[str, np.ndarray] = {}
+    for j, name in enumerate(header):
+        vals = [r[j].strip() for r in rows]
+        cols[name] = np.array(vals) if name in _SWEEP_STR else np.array([int(v) for v in vals], np.int64)
+    return cols
+
+
+@functools.lru_cache(maxsize=None)
+def timings(arch: str = "h200") -> dict[tuple[str, int], dict]:
+    """(variant, size) -> {'median_ms', 'min_ms', 'max_ms', 'tflops', 'reps', 'check_ok', 'skipped', ...}
+    for the GEMM ladder rungs and cuBLAS (`timings.json`)."""
+    raw = _json(arch, "timings.json")
+    out = {}
+    for r in raw.get("results", []):
+        if r.get("event") == "timing":
+            rec = {k: v for k, v in r.items() if k not in ("event", "variant", "size")}
+            out[(r["variant"], int(r["size"]))] = rec
+    return out
+
+
+def kernels_of(program: str, arch: str = "h200") -> list[str]:
+    """Kernel names of one program (micro_shared, micro_global, micro_divergence, gemm_ladder)."""
+    return [k for k, v in ncu_kernels(arch).items() if v.program == program]
+
+
+@functools.lru_cache(maxsize=None)
+def timing_micro(arch: str = "h200") -> dict[str, dict]:
+    """name -> {'value', 'unit', 'param', 'detail'}: the timing model's micro-benchmarks
+    (`jaxsimt/kernels/cuda/micro_timing.cu`, `timing_micro/micro_timing.jsonl`): latencies in cycles, rates per SM
+    or per chip, empty-kernel launch times in microseconds; `param` names the `arch.Timing` field a
+    measurement gives (empty where it gives none)."""
+    out = {}
+    for line in _text(arch, "timing_micro/micro_timing.jsonl").splitlines():
+        if line.strip().startswith("{"):
+            r = json.loads(line)
+            out[r.pop("name")] = r
+    return out

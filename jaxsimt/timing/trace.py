@@ -1,0 +1,231 @@
+"""Instruction traces for the timing model: per warp, the sequence of static instructions it executed.
+
+The functional machine records, when asked (`launch(trace=True)`), which basic block ran at each step and
+which warps ran it (their active masks). A warp that runs block b issues b's instructions in order, so its
+instruction stream is the concatenation of the pc ranges of the blocks it ran. Per static instruction,
+the program gives the timing class (ALU, FP32, SFU, tensor, shared, global, barrier, control), the
+registers it reads and writes (the scoreboard's dependences), and the launch's memory counters give its
+average memory cost per warp execution (global requests and sectors, shared wavefronts). Nothing is
+recorded when tracing is off: the counters are collected anyway, the step trace costs only when asked.
+
+Shapes: NI static instructions, NW traced warps, L longest stream (padded with -1), ND/NS destination /
+source register slots per instruction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from jaxsimt.units import isa
+from jaxsimt.program import BRANCH, Imm, Instr, Program, Reg
+
+# Timing classes (indices into the per-class latency / issue-interval tables of jaxsimt.timing.replay)
+ALU, FP32, SFU, TENSOR, SHARED, GLOBAL, BARRIER, CONTROL, SHUFFLE = range(9)
+CLASS_NAMES = isa.TIMING_CLASSES
+N_CLASSES = len(CLASS_NAMES)
+
+ND, NS = 8, 24  # register slots per instruction (vector loads write 4; a WMMA mma writes 8 and reads 24)
+
+
+def timing_class(ins: Instr) -> int:
+    """The timing class of one instruction (of the one doing the work, for a predicated one): the
+    instruction table's (`jaxsimt.units.isa`)."""
+    return CLASS_NAMES.index(isa.timing_class(ins))
+
+
+@dataclass
+class Trace:
+    """Per-warp instruction streams of the traced blocks plus the static instruction tables.
+
+    pcs [NW, L] int32: static instruction of each warp's k-th issue (-1 past the end); length [NW]:
+    instructions each warp issued; block [NW]: traced block (0..n_blocks-1) of each warp; warp_in_block [NW].
+    Static tables over the NI instructions: cls [NI] timing class, dst [NI, ND] / src [NI, NS] register
+    slots (-1: none), requests / sectors / wavefronts [NI] float: average per warp execution.
+    hit_l1 / to_dram [NI]: fraction of a global access's sectors served by L1, and of L1 misses served by
+    DRAM (estimates; see `memory_fractions`). folded [NI] bool: instructions the hardware issues no
+    instruction for (see `folded_mask`; None: none).
+    """
+
+    program: Program
+    pcs: np.ndarray
+    length: np.ndarray
+    block: np.ndarray
+    warp_in_block: np.ndarray
+    warps_per_block: int
+    cls: np.ndarray
+    dst: np.ndarray
+    src: np.ndarray
+    requests: np.ndarray
+    sectors: np.ndarray
+    wavefronts: np.ndarray
+    hit_l1: np.ndarray
+    to_dram: np.ndarray
+    n_regs: int
+    meta: dict = field(default_factory=dict)
+    folded: "np.ndarray | None" = None
+
+    @property
+    def n_blocks(self) -> int:
+        return int(self.block.max()) + 1 if self.block.size else 0
+
+    @property
+    def n_instructions(self) -> int:
+        return int(self.length.sum())
+
+
+IF_CONVERT_MAX = 4  # a conditional forward branch over at most this many instructions becomes predication
+
+
+def folded_mask(prog: Program, cls: "np.ndarray | None" = None) -> np.ndarray:
+    """[NI] bool: instructions of the emulated IR that the hardware does not issue as instructions of
+    their own, because the compiler (ptxas) removes them when it makes SASS:
+
+    * register and immediate moves (`mov`, and `cvta` to the global space, lowered to a mov): copy
+      propagation and immediate operands;
+    * the address arithmetic and packing of an instruction the PTX front end expands (attr `expansion`:
+      a `wmma.load` becomes per-lane loads here, one or two shared loads in SASS), not its loads / stores;
+    * a conditional forward branch over at most IF_CONVERT_MAX instructions with no control flow among
+      them (a bounds-checked load): if-conversion makes them predicated instructions.
+
+    The timing model replays folded instructions in zero time; the counters still count them.
+    cls: the program's timing classes (`static_tables`), recomputed when not given."""
+    instrs = prog.instructions()
+    cls = cls if cls is not None else np.asarray([timing_class(o.operation) for _, o in instrs])
+    out = np.zeros(len(instrs), bool)
+    first = dict(enumerate(prog.first_pcs()))
+    for b, pcs in zip(prog.blocks, prog.pc_lists()):
+        for pc, ins in zip(pcs, b.instrs):
+            op = ins.operation
+            out[pc] = (isa.spec(op).copy and all(isinstance(x, (Reg, Imm)) for x in op.src)) or (
+                bool(op.attr("expansion")) and isa.memory(op) is None)
+        t, pc = b.term, (pcs[-1] if pcs else -1)  # the terminator instruction, if any, is the block's last
+        if t.instr is not None and t.kind == BRANCH and t.target in first:
+            skipped = cls[pc + 1:first[t.target]]
+            out[pc] = 0 < len(skipped) <= IF_CONVERT_MAX and not np.isin(skipped, (CONTROL, BARRIER)).any()
+    return out
+
+
+def static_tables(prog: Program):
+    """(cls [NI], dst [NI, ND], src [NI, NS], number of register slots) of a program."""
+    instrs = prog.instructions()
+    NI = len(instrs)
+    cls = np.zeros(NI, np.int32)
+    dst = np.full((NI, ND), -1, np.int32)
+    src = np.full((NI, NS), -1, np.int32)
+    written: dict[int, int] = {}
+    for _, outer in instrs:
+        inner = outer.operation
+        for r in tuple(outer.dst) + tuple(inner.dst):
+            written.setdefault(r.index, len(written))
+    for pc, (_, outer) in enumerate(instrs):
+        inner = outer.operation
+        cls[pc] = timing_class(inner)
+        ds = sorted({written[r.index] for r in tuple(outer.dst) + tuple(inner.dst)})
+        ss = sorted({written[r.index] for r in tuple(outer.src) + tuple(inner.src)
+                     if isinstance(r, Reg) and r.index in written})
+        if len(ds) > ND or len(ss) > NS:
+            raise ValueError(f"kernel {prog.name}: instruction at pc {pc} ({outer.loc}) has {len(ds)} destination "
+                             f"and {len(ss)} source registers; the timing trace holds {ND} and {NS}")
+        dst[pc, :len(ds)] = ds
+        src[pc, :len(ss)] = ss
+    return cls, dst, src, max(len(written), 1)
+
+
+def streams(prog: Program, step_block: np.ndarray, step_mask: np.ndarray, max_len: int = 0):
+    """Per-warp instruction streams from a step trace: step_block [S] (block run at each step),
+    step_mask [S, W] (lanes of each warp that ran it; 0: the warp did not run). Returns (pcs [W, L] int32,
+    -1 padded, truncated to max_len when > 0; full length [W] int64)."""
+    lists = prog.pc_lists()
+    nins = np.asarray([len(p) for p in lists], np.int64)
+    at = np.cumsum(nins) - nins  # each block's pcs in `flat`
+    flat = np.asarray([pc for p in lists for pc in p], np.int64)
+    ran = np.asarray(step_mask) != 0
+    b = np.asarray(step_block, np.int64)
+    W = ran.shape[1]
+    # every (warp, step) at which the warp ran, warp-major: each warp's blocks in step order
+    w_of, step = np.nonzero(ran.T)
+    bs = b[step]
+    n = nins[bs]
+    lens = np.bincount(w_of, weights=n, minlength=W).astype(np.int64)
+    first = np.cumsum(n) - n  # each executed block's first position in the concatenated streams
+    warp_base = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    k = np.arange(int(n.sum())) - np.repeat(first, n)  # instruction index within its block
+    pos = np.repeat(first - warp_base[w_of], n) + k  # position in its warp's stream
+    pc = flat[np.repeat(at[bs], n) + k]
+    w_i = np.repeat(w_of, n)
+    if max_len:
+        keep = pos < max_len
+        pos, pc, w_i = pos[keep], pc[keep], w_i[keep]
+    L = max(1, int(min(lens.max(initial=0), max_len) if max_len else lens.max(initial=0)))
+    pcs = np.full((W, L), -1, np.int32)
+    pcs[w_i, pos] = pc
+    return pcs, lens
+
+
+def memory_fractions(prog: Program, cls: np.ndarray, sectors_total: np.ndarray, footprint_sectors: float,
+                     dram_sectors: float):
+    """Cache estimates per instruction: (hit_l1 [NI], to_dram [NI]).
+
+    Without a cache simulator the model uses two launch-level footprints: `footprint_sectors`, the
+    distinct sectors one block touches (an L1 hit is a sector the block touched before, so L1 misses
+    = footprint), and `dram_sectors`, the distinct sectors of the whole launch (cold caches: every
+    distinct sector comes from DRAM once, the rest of the L1 misses hit L2). Both are spread evenly
+    over the global instructions' sectors."""
+    g = cls == GLOBAL
+    total = float(sectors_total[g].sum())
+    hit = np.zeros(len(cls), np.float32)
+    dram = np.zeros(len(cls), np.float32)
+    if total > 0:
+        miss = min(1.0, max(footprint_sectors, 0.0) / total)
+        hit[g] = 1.0 - miss
+        dram[g] = min(1.0, max(dram_sectors, 0.0) / max(total * miss, 1e-9))
+    return hit, dram
+
+
+def from_launch(result, footprint_bytes_per_block: float | None = None, dram_bytes: float | None = None,
+                max_len: int = 0) -> Trace:
+    """A Trace from a `launch(..., trace=True)` result whose traced blocks ran in one wave.
+
+    footprint_bytes_per_block: distinct bytes one block accesses in global memory (default: the array
+    arguments' bytes spread evenly over the grid's blocks, as for a kernel whose blocks partition the
+    data); dram_bytes: distinct bytes of the whole launch (default: the array arguments' bytes)."""
+    prog = result.program
+    tr = result.trace
+    if tr is None:
+        raise ValueError(f"kernel {prog.name}: the launch was not traced (pass trace=True)")
+    cls, dst, src, n_regs = static_tables(prog)
+    NI = len(cls)
+    rows = result.per_instruction
+    execs = np.asarray([max(r["warp_exec"], 1) for r in rows], np.float64)
+    col = lambda k: np.asarray([float(r.get(k, 0)) for r in rows], np.float64)  # noqa: E731
+    requests, sectors, wavefronts = col("requests"), col("sectors"), col("wavefronts")
+    pcs, lens = streams(prog, tr["block"], tr["mask"], max_len)
+    tpb = int(np.prod(result.block))
+    wpb = -(-tpb // 32)
+    W = pcs.shape[0]
+    ran = lens > 0
+    warp = np.arange(W)
+    block, wib = warp // wpb, warp % wpb
+    # keep only blocks that ran (padding blocks of a wave never issue)
+    keep_blocks = np.unique(block[ran])
+    keep = np.isin(block, keep_blocks)
+    remap = {b: i for i, b in enumerate(keep_blocks)}
+    block = np.asarray([remap[b] for b in block[keep]], np.int64)
+    array_bytes = sum(float(np.asarray(a).nbytes) for p, a in zip(prog.params, result.args)
+                      if p.is_pointer and a is not None)
+    n_ctas = int(np.prod(result.grid))
+    if footprint_bytes_per_block is None:
+        footprint_bytes_per_block = array_bytes / max(n_ctas, 1)
+    if dram_bytes is None:
+        dram_bytes = array_bytes
+    # per-block sectors of the traced run (the footprint is per block: compare with one block's sectors)
+    n_traced = max(len(keep_blocks), 1)
+    sector = 32.0
+    hit, to_dram = memory_fractions(prog, cls, sectors / n_traced, footprint_bytes_per_block / sector,
+                                    dram_bytes / sector / max(n_ctas, 1))
+    return Trace(prog, pcs[keep], lens[keep], block, wib[keep], wpb, cls, dst, src,
+                 (requests / execs).astype(np.float32), (sectors / execs).astype(np.float32),
+                 (wavefronts / execs).astype(np.float32), hit, to_dram, n_regs,
+                 meta={"kernel": prog.name, "grid": tuple(result.grid), "block": tuple(result.block),
+                       "n_ctas": n_ctas, "traced_blocks": int(n_traced), "NI": NI}, folded=folded_mask(prog, cls))

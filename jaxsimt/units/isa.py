@@ -1,0 +1,225 @@
+"""The instruction table: every operation a `Program` can hold, declared once.
+
+An entry (`Op`) says what the operation is:
+
+* `run(ex, ins, pc)`: its semantics over a warp's lanes, through the executing block's helper `ex`
+  (`machine._Exec`: `ex.read`, `ex.write`, `ex.active`, `ex.memory`, ...); None for the terminators (`bar`,
+  `exit`, `ret`), which the step's terminator phase carries out (and `bra` too, whose `run` does nothing: a jump
+  left inside a block by `program.thread_jumps`);
+* `timing`: its timing class (`trace.CLASS_NAMES`), a name or a function of the instruction;
+* `memory`: whether it touches memory, and how ("read", "write", "atomic"); the space is the
+  instruction's `space` attribute. Writes and atomics run in the step's memory stage (`jaxsimt.machine.memstage`);
+* `warp_sync`: it synchronises the lanes its member mask names (ITS waits for them; synccheck checks
+  them), and `mask(ins)` gives that mask where it is static;
+* `copy`: a register copy (`mov`), which the timing traces do not issue where ptxas folds it away;
+* `orders_warp`: a warp barrier (`__syncwarp`), which orders its lanes' accesses for racecheck;
+* `feeds`: the counter families its executions add to beyond the instruction counts ("memory": requests,
+  sectors, wavefronts and bank conflicts per instruction; "texture": the texture cache).
+
+The machine, the ITS machine, the memory stage, the stats, the sanitizer and the timing traces read this
+table; no other module tests op names. Front ends emit the ops by name; the DSL and the PTX lowering share
+the entries where their semantics agree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
+
+from jaxsimt.units import alu, generic, lsu, ptxops, texture
+from jaxsimt import types as T
+from jaxsimt.units.mma import execute as mma_execute
+from jaxsimt.program import Imm, Instr
+
+# Timing classes (the order of jaxsimt.timing.trace's class indices)
+TIMING_CLASSES = ("alu", "fp32", "sfu", "tensor", "shared", "global", "barrier", "control", "shuffle")
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    run: Optional[Callable]  # (ex, ins, pc) -> None; None: a terminator
+    timing: Union[str, Callable[[Instr], str]] = "alu"
+    memory: Optional[str] = None  # None | "read" | "write" | "atomic"
+    warp_sync: bool = False
+    mask: Callable[[Instr], Optional[int]] = lambda ins: None  # noqa: E731 - the static member mask
+    feeds: frozenset = frozenset()
+    orders_warp: bool = False  # a warp barrier (`__syncwarp`): orders its lanes' accesses for racecheck
+    copy: bool = False  # a register copy (mov), which ptxas folds away where it can
+
+
+# ---------------------------------------------------------------------------------------------
+# Semantics the table names directly (the rest live in the units: alu, lsu, ptxops, mma, ...)
+# ---------------------------------------------------------------------------------------------
+
+
+def _alu(ex, ins, pc):
+    """The core ALU ops (`alu.execute`): operands read as the instruction's type (selp's third as a
+    predicate, shift counts as u32)."""
+    t = T.BY_NAME[ins.attr("type")]
+    if ins.op == "selp":
+        args = [ex.read(ins.src[0], t), ex.read(ins.src[1], t), ex.read(ins.src[2], T.pred)]
+    elif ins.op in ("shl", "shr"):
+        args = [ex.read(ins.src[0], t), ex.read(ins.src[1], T.u32)]
+    else:
+        args = [ex.read(s, t) for s in ins.src]
+    ex.write(ins.dst[0], alu.execute(ins.op, ins, args, t, ex.zero))
+
+
+def _sreg(ex, ins, pc):
+    ex.write(ins.dst[0], ex.m.special(ins.attr("name"), ex.wave, ex.dyn))
+
+
+def _param(ex, ins, pc):
+    ex.write(ins.dst[0], ex.param(ins.attr("index")))
+
+
+def _jumped(ex, ins, pc):
+    """An unconditional jump threaded into the block it jumps to (`program.thread_jumps`): nothing to do there.
+    As a block's terminator the step carries a `bra` out."""
+
+
+def _memory(ex, ins, pc):
+    ex.memory(ins, pc)
+
+
+def _shfl(ex, ins, pc):
+    val, _ = lsu.warp_shuffle(ex.read(ins.src[0]), ins.attr("mode"), ex.read(ins.src[1]), ex.read(ins.src[2]),
+                              ex.m.lane[None, :])
+    ex.write(ins.dst[0], val)
+
+
+def _vote(ex, ins, pc):
+    ex.write(ins.dst[0], ex.vote(ins))
+
+
+def _warpsync(ex, ins, pc):
+    """`__syncwarp(mask)` / `bar.warp.sync`: nothing to compute. Under the reconvergence stack the warp runs
+    in lockstep already; under ITS the wait happens before the block runs (`its.ItsMachine`)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing classes and member masks that depend on the instruction
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_float(ins) -> bool:
+    return str(ins.attr("type", "")).startswith("f")
+
+
+def _space_class(ins) -> str:
+    return "shared" if ins.attr("space", "global") == "shared" else "global"
+
+
+def _fp(ins) -> str:
+    return "fp32" if _is_float(ins) else "alu"
+
+
+def _div(ins) -> str:
+    return "sfu" if _is_float(ins) else "alu"
+
+
+def _attr_mask(ins) -> Optional[int]:
+    m = ins.attr("membermask")
+    return None if m is None else int(m) & 0xFFFFFFFF
+
+
+def _src_mask(k: int):
+    def mask(ins) -> Optional[int]:
+        return int(ins.src[k].value) & 0xFFFFFFFF if len(ins.src) > k and isinstance(ins.src[k], Imm) else None
+    return mask
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------------
+
+_FP_OPS = "add sub mul mad fma min max neg abs".split()
+_SFU_OPS = "sqrt rsqrt rcp ex2 lg2 sin cos".split()
+assert set(_FP_OPS) | set(_SFU_OPS) | {"div"} <= alu.ALU_OPS
+
+_ENTRIES = (
+    [Op(n, _alu, _fp if n in _FP_OPS else "sfu" if n in _SFU_OPS else _div if n == "div" else "alu",
+        copy=n == "mov") for n in sorted(alu.ALU_OPS)]
+    + [
+        Op("sreg", _sreg),
+        Op("param", _param),
+        Op("ld", _memory, _space_class, memory="read", feeds=frozenset({"memory"})),
+        Op("st", _memory, _space_class, memory="write", feeds=frozenset({"memory"})),
+        Op("atom", _memory, _space_class, memory="atomic", feeds=frozenset({"memory"})),
+        Op("tex2d", texture.tex2d, "alu", memory="read", feeds=frozenset({"texture"})),
+        Op("shfl", _shfl, "shuffle", warp_sync=True, mask=_attr_mask),
+        Op("vote", _vote, "shuffle", warp_sync=True, mask=_attr_mask),
+        Op("warpsync", _warpsync, "alu", warp_sync=True, mask=_attr_mask, orders_warp=True),
+        Op("cvta", generic.cvta),
+        Op("isspacep", generic.isspacep),
+        Op("tensor.mma", mma_execute.mma, "tensor", warp_sync=True),
+        Op("tensor.ldmatrix", mma_execute.ldmatrix, "shared", memory="read", warp_sync=True,
+           feeds=frozenset({"memory"})),
+        # terminators (Terminator.instr): counted and classed, carried out by the step
+        Op("bar", None, "barrier"),
+        Op("bra", _jumped, "control"),
+        Op("exit", None, "control"),
+        Op("ret", None, "control"),
+    ]
+    # the PTX lowering's own ops (jaxsimt.units.ptxops). Their timing class is "alu" throughout (what the
+    # calibrated timing model was fitted with), including the rounding-mode float arithmetic and the
+    # shuffles that the DSL's ops class as fp32 / shuffle.
+    + [Op("ptx.guard", ptxops.guard), Op("ptx.nop", ptxops.nop)]
+    + [Op("ptx." + n, getattr(ptxops, f)) for n, f in (
+        ("mul.hi", "mul_hi"), ("mul.wide", "mul_wide"), ("sat", "sat_int"), ("mul24", "mul24"), ("sad", "sad"),
+        ("dp4a", "dp4a"), ("popc", "popc"), ("clz", "clz"), ("brev", "brev"), ("bfe", "bfe"), ("bfi", "bfi"),
+        ("bfind", "bfind"), ("prmt", "prmt"), ("lop3", "lop3"), ("shf", "shf"), ("cnot", "cnot"),
+        ("farith", "farith"), ("minmax", "minmax"), ("copysign", "copysign"), ("testp", "testp"),
+        ("funary", "funary"), ("cvt", "cvt"), ("pack", "pack"), ("unpack", "unpack"), ("x2", "x2"),
+        ("setp", "setp"), ("sreg", "sreg"), ("activemask", "activemask"))]
+    + [Op("ptx.vote", ptxops.vote, warp_sync=True, mask=_src_mask(1)),
+       Op("ptx.shfl", ptxops.shfl, warp_sync=True, mask=_attr_mask),
+       Op("ptx.redux", ptxops.redux, warp_sync=True, mask=_src_mask(1)),
+       Op("ptx.match", ptxops.match, warp_sync=True, mask=_src_mask(1))]
+)
+
+OPS: dict = {op.name: op for op in _ENTRIES}
+assert len(OPS) == len(_ENTRIES), "an op is declared twice"
+
+
+def spec(ins: Instr) -> Op:
+    """The table entry of an instruction's op (its own, not a guard's inner one)."""
+    op = OPS.get(ins.op)
+    if op is None:
+        raise NotImplementedError(f"instruction {ins.op!r} ({ins.loc}) is not in the instruction table")
+    return op
+
+
+def timing_class(ins: Instr) -> str:
+    """The timing class name of the instruction that does the work (a guard's inner one)."""
+    ins = ins.operation
+    op = spec(ins)
+    if op.memory is None and ins.attr("pipe") == "tensor":  # an MMA lowered to another op keeps its pipe
+        return "tensor"
+    return op.timing(ins) if callable(op.timing) else op.timing
+
+
+def memory(ins: Instr) -> Optional[str]:
+    """How the working instruction touches memory: None, "read", "write" or "atomic"."""
+    return spec(ins.operation).memory
+
+
+def feeds(ins: Instr, family: str) -> bool:
+    """Whether the working instruction's executions feed the counter `family` ("memory", "texture")."""
+    return family in spec(ins.operation).feeds
+
+
+def is_warp_sync(ins: Instr) -> bool:
+    """Whether the instruction (its own op: a predicated one is its guard) synchronises member lanes."""
+    return spec(ins).warp_sync
+
+
+def member_mask(ins: Instr) -> Optional[int]:
+    """The static member mask of a warp-synchronous instruction (or of a guard's inner one), None for other
+    instructions and for masks held in registers."""
+    op = spec(ins.operation)
+    return op.mask(ins.operation) if op.warp_sync else None
+
+
+READ_OPS = frozenset(n for n, o in OPS.items() if o.memory == "read")
+WRITE_OPS = frozenset(n for n, o in OPS.items() if o.memory in ("write", "atomic"))

@@ -1,0 +1,143 @@
+"""The memory counters of a step: what each global, shared and constant access costs (requests, sectors,
+lines, wavefronts, bank conflicts, bytes), added to the per-instruction counters.
+
+Two ways to run them, with the same numbers:
+
+- inline: each access is counted where it executes, fused with its block's code (the fastest steady state,
+  but every memory instruction of a kernel compiles its own copy of the coalescer and bank model);
+- as a stage after the step's block: an access leaves a record (its shape, pc, addresses and lanes), the
+  block's records of one shape are counted together, and the counting code compiles once per access shape
+  whatever the kernel's length (`Records`, `count_records`).
+
+Shapes: W warps, L lanes, I batch items, NI instructions, K records of one shape.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+
+from jaxsimt.units import constcache, memstats, rocache
+from jaxsimt.arch import Arch
+
+# Per-instruction memory counters (columns of a machine's State.mem, [I, NI, N_MEM])
+MEM_REQUESTS, MEM_SECTORS, MEM_LINES, MEM_WAVEFRONTS, MEM_CONFLICTS, MEM_BYTES = range(6)
+# constant cache (requests, serialized accesses) and read-only/texture cache (sector hits, misses)
+MEM_CONST_REQUESTS, MEM_CONST_ACCESSES, MEM_CACHE_HITS, MEM_CACHE_MISSES = range(6, 10)
+N_MEM = 10
+MEM_COLUMNS = ("requests", "sectors", "lines", "wavefronts", "bank_conflicts", "bytes", "const_requests",
+               "const_accesses", "cache_hits", "cache_misses")
+
+
+RO = "ro"  # the name in the Shape of a load's lookup in the read-only (texture) cache
+
+
+class Shape(NamedTuple):
+    """What decides how an access is counted (static): the direction the memory model counts ("ld" or "st"),
+    the memory ("gmem" or "smem"; RO: the lookup of a read-only load in its block's cache, one shape for
+    every width, since the lookups' order decides the hits), the bytes per lane (0 for RO), and whether it
+    goes through the constant cache."""
+
+    op: str
+    name: str
+    nbytes: int
+    const: bool
+
+
+def counts(arch: Arch, shape: Shape, addr, ok) -> tuple:
+    """(columns, [rows]) of one access shape: the counter columns it feeds and, per column, the count of each
+    warp [W] (addr [W, L] int64 byte addresses, or offsets in the block's shared window; ok [W, L] the lanes
+    that access)."""
+    if shape.const:
+        rows = list(constcache.const_counts(addr, ok))
+        cols = [MEM_CONST_REQUESTS, MEM_CONST_ACCESSES]
+    elif shape.name == "gmem":
+        rows = list(memstats.global_counts(arch, addr, shape.nbytes, ok, shape.op))
+        cols = [MEM_REQUESTS, MEM_SECTORS, MEM_LINES]
+    else:
+        rows = list(memstats.shared_counts(arch, addr, shape.nbytes, ok))
+        cols = [MEM_WAVEFRONTS, MEM_CONFLICTS]
+    return cols + [MEM_BYTES], rows + [jnp.sum(ok, axis=-1) * shape.nbytes]
+
+
+def tally(x, item, items: int):
+    """[..., W] per-warp counts -> [..., I] int64 sums per batch item (`item` [W]: each warp's item)."""
+    x = x.astype(jnp.int64)
+    if items == 1:
+        return jnp.sum(x, axis=-1, keepdims=True)
+    moved = jnp.moveaxis(x, -1, 0)
+    return jnp.moveaxis(jax.ops.segment_sum(moved, item, num_segments=items), 0, -1)
+
+
+def count_inline(arch: Arch, mem, pc, shape: Shape, addr, ok, item):
+    """mem [I, NI, N_MEM] with one access of every warp of the step counted at instruction pc: the counter
+    stage's count of one record."""
+    one = Records(jnp.asarray(pc, jnp.int32)[None], jnp.broadcast_to(jnp.asarray(addr, jnp.int64), ok.shape)[None],
+                  ok[None])
+    return count_records(arch, mem, shape, one, item)
+
+
+def count_cached(mem, cache, cs, pc, addr, nbytes, ok, item, warps_per_block: int):
+    """(mem, cache) after one read-only load of every warp of the step looked up in its block's cache
+    (`rocache.access`; nbytes may be a traced value), its sector hits and misses counted at pc."""
+    cache, hits, misses = rocache.access(cache, cs, addr, nbytes, ok, warps_per_block)
+    block_item = item[::warps_per_block]  # [C] each block's batch item
+    add = jnp.stack([tally(hits, block_item, mem.shape[0]), tally(misses, block_item, mem.shape[0])], axis=-1)
+    return mem.at[:, pc, jnp.asarray([MEM_CACHE_HITS, MEM_CACHE_MISSES])].add(add), cache
+
+
+class Records(NamedTuple):
+    """A step's accesses of one shape, K slots: pcs [K] int32, addr [K, W, L] int64, ok [K, W, L] bool (a slot
+    that no access filled has no lane); nbytes [K] int32 bytes per lane where the shape has no one width (RO),
+    else None."""
+
+    pcs: jnp.ndarray
+    addr: jnp.ndarray
+    ok: jnp.ndarray
+    nbytes: Optional[jnp.ndarray] = None
+
+
+def pack(found: list, capacity: int, lanes_shape: tuple, sizes: bool = False) -> Records:
+    """Records of one shape from the (pc, addr, ok, nbytes) a block left, in order, padded to `capacity`
+    slots (with their sizes where `sizes`)."""
+    pad = capacity - len(found)
+    if pad < 0:
+        raise AssertionError(f"{len(found)} accesses of one shape, more than the {capacity} counted")
+    pcs = [jnp.asarray(p, jnp.int32) for p, _, _, _ in found] + [jnp.int32(0)] * pad
+    addr = [jnp.broadcast_to(jnp.asarray(a, jnp.int64), lanes_shape) for _, a, _, _ in found]
+    ok = [jnp.broadcast_to(o, lanes_shape) for _, _, o, _ in found]
+    nbytes = [jnp.asarray(n, jnp.int32) for _, _, _, n in found] + [jnp.int32(0)] * pad
+    addr += [jnp.zeros(lanes_shape, jnp.int64)] * pad
+    ok += [jnp.zeros(lanes_shape, bool)] * pad
+    return Records(jnp.stack(pcs), jnp.stack(addr), jnp.stack(ok), jnp.stack(nbytes) if sizes else None)
+
+
+def count_cache_records(mem, cache, cs, rec: Records, item, warps_per_block: int):
+    """(mem, cache) after the step's read-only loads (`Records` of the RO shape) looked up one after the
+    other, in the order they ran, each counted at its pc (slots without lanes skipped)."""
+
+    def one(carry, k):
+        def look(c):
+            return count_cached(*c, cs, rec.pcs[k], rec.addr[k], rec.nbytes[k], rec.ok[k], item, warps_per_block)
+
+        return jax.lax.cond(jnp.any(rec.ok[k]), look, lambda c: c, carry), None
+
+    (mem, cache), _ = jax.lax.scan(one, (mem, cache), jnp.arange(rec.ok.shape[0]))
+    return mem, cache
+
+
+def count_records(arch: Arch, mem, shape: Shape, rec: Records, item):
+    """mem [I, NI, N_MEM] with every record of one shape counted at its pc: the K slots' warps counted as
+    one wave of K x W warps (slots without lanes count nothing)."""
+    K, W, L = rec.ok.shape
+    cols, rows = counts(arch, shape, rec.addr.reshape(K * W, L), rec.ok.reshape(K * W, L))
+    add = jnp.stack([tally(r.reshape(K, W), item, mem.shape[0]) for r in rows], axis=-1)  # [K, I, C]
+    return mem.at[:, rec.pcs[:, None], jnp.asarray(cols)[None, :]].add(jnp.moveaxis(add, 1, 0))
+
+
+def concat(a, b):
+    """Two `Records` of one shape as one (either may be None)."""
+    if a is None or b is None:
+        return a if b is None else b
+    return Records(*(None if x is None else jnp.concatenate([x, y]) for x, y in zip(a, b)))
