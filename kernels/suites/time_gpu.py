@@ -166,7 +166,7 @@ def scale_check(suites, cases, json_path=None) -> int:
     """Print each case's timing size, launches, threads and MiB allocated (no GPU); 1 where a case breaks a
     launch limit or the memory cap."""
     out, bad = {}, 0
-    print(f"{'case':34} {'size':44} {'launches':>8} {'threads':>13} {'MiB':>8} {'host s':>6}")
+    print(f"{'case':38} {'size':44} {'launches':>8} {'threads':>13} {'MiB':>8} {'host s':>6}")
     for s in suites:
         mod = suite_module(s)
         for case in mod.CASES:
@@ -183,7 +183,7 @@ def scale_check(suites, cases, json_path=None) -> int:
                 bad = 1
                 note += "  PROBLEM: " + "; ".join(t["problems"] or [f"over {MEMORY_CAP / MIB:.0f} MiB"])
             size_text = ", ".join(f"{k}={v}" for k, v in (size or {}).items()) or "default"
-            print(f"{s + '.' + case:34} {size_text:44} {len(t['launches']):8d} {t['threads']:13,d} "
+            print(f"{s + '.' + case:38} {size_text:44} {len(t['launches']):8d} {t['threads']:13,d} "
                   f"{t['bytes'] / MIB:8.1f} {t['seconds']:6.2f}{note}", flush=True)
     if json_path:
         with open(json_path, "w") as f:
