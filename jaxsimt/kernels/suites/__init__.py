@@ -4,11 +4,20 @@ nvcc), each with a host driver in Python (`jaxsimt/kernels/suites/<suite>.py`) t
 host code does, and a numpy reference.
 
 A driver module provides `PTX` (the PTX file's name beside it), `CASES` (case names in order) and
-`run(backend, case) -> (outputs, reference)`: both {name: numpy array}; `reference` holds what numpy
-computes for the same inputs, `TOLERANCE` {case: relative tolerance} where float rounding differs from
-numpy's (0, exact, otherwise). Backends are those of `jaxsimt.kernels.real_cuda` (jaxsimt) and
-`jaxsimt/kernels/cuda/run_real_cuda.py` (CuPy on a GPU): array, at, launch(name, grid, block, args, smem=0), get,
-set_constant. numpy only at import: the GPU side loads these files by path.
+`run(backend, case, size=None, reference=True) -> (outputs, reference)`: both {name: numpy array};
+`reference` holds what numpy computes for the same inputs (None when `reference` is false),
+`TOLERANCE` {case: relative tolerance} where float rounding differs from numpy's (0, exact, otherwise).
+Backends are those of `jaxsimt.kernels.real_cuda` (jaxsimt) and `jaxsimt/kernels/cuda/run_real_cuda.py` (CuPy on
+a GPU): array, at, launch(name, grid, block, args, smem=0), get, set_constant. numpy only at import: the
+GPU side loads these files by path.
+
+Sizes. Each case's driver takes its problem size as keyword arguments whose defaults are the small size
+of the committed fixtures (`size=None`: those defaults, the same inputs, launches and outputs bit for
+bit). `TIMING` {case: {argument: value}} is the size at which the case runs long enough on an H200 to be
+timed (jaxsimt/kernels/suites/time_gpu.py): grown as the original benchmark grows it (elements, matrix side,
+grid), with the same launch structure; a case missing from `TIMING` has a fixed size (the sample's own).
+`TIMING_NO_REFERENCE` names the cases whose numpy reference at timing size takes too long for the
+collection (Python loops, or arrays of many GiB): the timing run skips their reference check.
 """
 from __future__ import annotations
 
@@ -46,6 +55,14 @@ def ptxas_registers(suite: str) -> dict:
             if m and name:
                 out[name] = int(m.group(1))
     return out
+
+
+def run_case(case_funcs: dict, be, case: str, size=None, reference=True):
+    """(outputs, reference) of `case`: its driver `case_funcs[case]` run on backend `be` at `size` (None: the
+    default size, else the driver's keyword arguments), the numpy reference computed only if `reference`
+    (drivers return it as a function, so that a run that skips it does not pay for it)."""
+    out, ref = case_funcs[case](be, **(size or {}))
+    return out, (ref() if reference else None)
 
 
 def programs() -> list:

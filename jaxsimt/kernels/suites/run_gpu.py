@@ -58,6 +58,12 @@ def suites_pkg():
     return importlib.import_module("suites")
 
 
+def launch_record(name, grid, block, smem=0) -> dict:
+    """One launch's entry in a case's launch log: kernel, grid and block as lists, dynamic shared bytes."""
+    return {"kernel": name, "grid": list(np.atleast_1d(grid).tolist()), "block": list(np.atleast_1d(block).tolist()),
+            "smem": int(smem)}
+
+
 class CupyBackend:
     """The backend of jaxsimt/kernels/cuda/run_real_cuda.py, recording every launch's configuration."""
 
@@ -73,8 +79,7 @@ class CupyBackend:
         return getattr(self.be, name)
 
     def launch(self, name, grid, block, args, smem=0):
-        self.log.append({"kernel": name, "grid": list(np.atleast_1d(grid).tolist()),
-                         "block": list(np.atleast_1d(block).tolist()), "smem": int(smem)})
+        self.log.append(launch_record(name, grid, block, smem))
         self.be.launch(name, grid, block, args, smem=smem)
 
 
@@ -90,8 +95,7 @@ class EmulatorBackend:
         return getattr(self.be, name)
 
     def launch(self, name, grid, block, args, smem=0):
-        self.log.append({"kernel": name, "grid": list(np.atleast_1d(grid).tolist()),
-                         "block": list(np.atleast_1d(block).tolist()), "smem": int(smem)})
+        self.log.append(launch_record(name, grid, block, smem))
         self.be.launch(name, grid, block, args, smem=smem)
 
 
@@ -120,8 +124,9 @@ def run_suite(suite, backend_cls, cases=None, deadline=None):
     return runs, arrays
 
 
-def parse_ncu(csv_text):
-    """ncu --csv --page raw --print-units base: [(id, kernel name, {metric: value})] in launch order."""
+def parse_ncu(csv_text, metrics=METRICS + SECTION_METRICS):
+    """ncu --csv --page raw --print-units base: [(id, kernel name, {metric: value})] in launch order, for the
+    columns named in `metrics`."""
     rows = list(csv.reader(io.StringIO(csv_text)))
     start = next((i for i, r in enumerate(rows) if r and r[0] == "ID"), None)
     if start is None:
@@ -131,7 +136,7 @@ def parse_ncu(csv_text):
     out = []
     for r in sorted(data, key=lambda r: int(r[col["ID"]]) if r[col["ID"]].isdigit() else 0):
         vals = {}
-        for m in METRICS + SECTION_METRICS:
+        for m in metrics:
             if m in col:
                 v = r[col[m]].replace(",", "")
                 try:
@@ -143,31 +148,40 @@ def parse_ncu(csv_text):
     return out
 
 
-def ncu_suite(suite, ncu, runs, work, timeout):
-    """Profile one suite's cases (one ncu process) and match its launches to the cases' launch logs."""
-    cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--replay-mode", "kernel",
-           "--section", "LaunchStats", "--section", "Occupancy", "--metrics", ",".join(METRICS), "--csv", "--page", "raw", "--print-units", "base",
-           "--log-file", os.path.join(work, f"{suite}.ncu-log.txt"),
-           sys.executable, os.path.abspath(__file__), "--replay", suite]
+def ncu_suite(suite, ncu, runs, work, timeout, metrics=METRICS, sections=("LaunchStats", "Occupancy"),
+              wanted=METRICS + SECTION_METRICS, target=None, options=(), limit=None, log_name=None):
+    """Profile one suite's cases (one ncu process) and match its launches to the cases' launch logs.
+
+    metrics and sections: what ncu collects; wanted: the columns kept; target: the command ncu runs (this
+    script's --replay of the suite by default); options: more ncu options; limit: only the first `limit`
+    launches of each case are profiled (the target starts and stops the profiler around them); log_name:
+    the log file in `work`."""
+    log = os.path.join(work, log_name or f"{suite}.ncu-log.txt")
+    cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--replay-mode", "kernel"]
+    for section in sections:
+        cmd += ["--section", section]
+    cmd += ["--metrics", ",".join(metrics), "--csv", "--page", "raw", "--print-units", "base", "--log-file", log,
+            *options, *(target or [sys.executable, os.path.abspath(__file__), "--replay", suite])]
     t0 = time.time()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         text, rc = p.stdout, p.returncode
     except subprocess.TimeoutExpired as e:
         text, rc = (e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout) or "", "timeout"
-    log = os.path.join(work, f"{suite}.ncu-log.txt")
-    prof = parse_ncu(text)
+    prof = parse_ncu(text, wanted)
     if not prof and os.path.exists(log):  # with --log-file, ncu writes its results there too
         with open(log, errors="replace") as f:
-            prof = parse_ncu(f.read())
-    rows, info = match_launches(suite, prof, runs)
+            prof = parse_ncu(f.read(), wanted)
+    rows, info = match_launches(suite, prof, runs, limit)
     info.update(rc=rc, seconds=round(time.time() - t0, 1))
     return rows, info
 
 
-def match_launches(suite, prof, runs):
-    """ncu's profiled launches matched in order to the cases' launch logs: rows for suites_ncu.csv."""
-    order = [(case, i, l["kernel"]) for case, rec in runs.items() for i, l in enumerate(rec.get("launches", []))]
+def match_launches(suite, prof, runs, limit=None):
+    """ncu's profiled launches matched in order to the cases' launch logs (the first `limit` launches of each
+    case where only those were profiled): rows for suites_ncu.csv."""
+    order = [(case, i, l["kernel"]) for case, rec in runs.items()
+             for i, l in enumerate(rec.get("launches", [])[:limit])]
     rows, mismatched = [], 0
     for k, (_, kname, vals) in enumerate(prof):
         if k >= len(order):
@@ -197,6 +211,36 @@ def reparse(folder):
         w.writerow(["suite", "case", "launch", "kernel", "metric", "value"])
         w.writerows(rows)
     return info
+
+
+def device_env(gpu: bool) -> dict:
+    """The device (name, compute capability), driver, runtime and cupy versions where `gpu`, and numpy's,
+    Python's and the date."""
+    env = {}
+    if gpu:
+        import cupy as cp
+        props = cp.cuda.runtime.getDeviceProperties(0)
+        name = props["name"]
+        env.update(device=name.decode() if isinstance(name, bytes) else str(name),
+                   cc=f"{props['major']}.{props['minor']}", driver=cp.cuda.runtime.driverGetVersion(),
+                   runtime=cp.cuda.runtime.runtimeGetVersion(), cupy=cp.__version__)
+    env.update(numpy=np.__version__, python=platform.python_version(),
+               date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    return env
+
+
+def find_ncu():
+    """The path of Nsight Compute's ncu (None where it is not installed)."""
+    return shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.path.exists(p)), None)
+
+
+def ncu_version(ncu) -> str:
+    """The last line of `ncu --version` (the error, where that fails)."""
+    try:
+        return subprocess.run([ncu, "--version"], capture_output=True, text=True,
+                              timeout=60).stdout.strip().splitlines()[-1]
+    except Exception as e:  # noqa: BLE001 - recorded in its place
+        return repr(e)
 
 
 def main(argv=None):
@@ -242,22 +286,10 @@ def main(argv=None):
     np.savez_compressed(os.path.join(a.out, "suites.npz"), **arrays)
     with open(os.path.join(a.out, "suites_runs.json"), "w") as f:
         json.dump(all_runs, f, indent=0)
-    if a.backend == "cupy":
-        import cupy as cp
-        props = cp.cuda.runtime.getDeviceProperties(0)
-        name = props["name"]
-        env.update(device=name.decode() if isinstance(name, bytes) else str(name), cc=f"{props['major']}.{props['minor']}",
-                   driver=cp.cuda.runtime.driverGetVersion(), runtime=cp.cuda.runtime.runtimeGetVersion(),
-                   cupy=cp.__version__)
-    env.update(numpy=np.__version__, python=platform.python_version(), date=time.strftime("%Y-%m-%d %H:%M UTC",
-                                                                                          time.gmtime()))
-    ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.path.exists(p)), None)
+    env.update(device_env(a.backend == "cupy"))
+    ncu = find_ncu()
     if "ncu" not in skip and ncu and a.backend == "cupy":
-        try:
-            env["ncu_version"] = subprocess.run([ncu, "--version"], capture_output=True, text=True,
-                                                timeout=60).stdout.strip().splitlines()[-1]
-        except Exception as e:  # noqa: BLE001
-            env["ncu_version"] = repr(e)
+        env["ncu_version"] = ncu_version(ncu)
         rows, env["ncu"] = [], {}
         # fewest launches first: a deadline cuts the largest suite, not several small ones
         for s in sorted(suites, key=lambda s: sum(len(r.get("launches", [])) for r in all_runs[s].values())):
