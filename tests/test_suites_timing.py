@@ -54,3 +54,31 @@ def test_default_size_launches_as_the_h200_run(dry):
         if (s, c) in DATA_DEPENDENT:
             want = want[:len(got)]
         assert got == want, f"{s}.{c}"
+
+
+def test_the_h200_timing_run_launched_what_the_drivers_launch(dry):
+    """The committed H200 run at timing sizes (jaxsimt/data/h200/suites_timing/) launched, case by case, what
+    the drivers launch at those sizes now; every case took a time, and Nsight Compute's launches are the
+    first ones of each case, in order, with the time and cycle metrics the timing model is judged on."""
+    record, ncu = H.timing_record(), H.timing_ncu()
+    keys = ("kernel", "grid", "block", "smem")
+    for s, c in S.programs():
+        rec = record[s][c]
+        got = [{k: l[k] for k in keys} for l in dry["cases"][f"{s}.{c}"]["timing"]["launches"]]
+        want = [{k: l[k] for k in keys} for l in rec["launches"]]
+        if (s, c) in DATA_DEPENDENT:
+            want = want[:len(got)]
+        assert got == want, f"{s}.{c}"
+        assert "error" not in rec and rec["event_us_total_median"] > 0, f"{s}.{c}"
+        profiled = ncu[(s, c)]
+        assert sorted(profiled) == list(range(len(profiled))) and len(profiled) <= len(rec["launches"]), f"{s}.{c}"
+        for i, m in profiled.items():
+            assert m["launch__grid_size"] == blocks_of(rec["launches"][i]["grid"]), f"{s}.{c}[{i}]"
+            assert m["gpu__time_duration.sum"] > 0 and m["sm__cycles_elapsed.max"] >= m["sm__cycles_active.max"] > 0
+
+
+def blocks_of(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n

@@ -82,6 +82,27 @@ def runs_record() -> dict:
         return json.load(f)
 
 
+TIMING_FIXTURES = os.path.join(os.path.dirname(jaxsimt.__file__), "data", "h200", "suites_timing")
+
+
+def timing_record() -> dict:
+    """suites_timing_runs.json: {suite: {case: {size, launches (kernel, grid, block, smem, CUDA-event times in
+    us), event_us_total_median, reference, ...}}} of the H200 run at the timing sizes (time_gpu.py)."""
+    with open(os.path.join(TIMING_FIXTURES, "suites_timing_runs.json")) as f:
+        return json.load(f)
+
+
+def timing_ncu() -> dict:
+    """{(suite, case): {launch index: {metric: value}}} of suites_timing.csv: Nsight Compute's time and cycles
+    of the first launches of each case at its timing size."""
+    out: dict = {}
+    with open(os.path.join(TIMING_FIXTURES, "suites_timing.csv")) as f:
+        for row in csv.DictReader(f):
+            per = out.setdefault((row["suite"], row["case"]), {}).setdefault(int(row["launch"]), {})
+            per[row["metric"]] = _num(row["value"])
+    return out
+
+
 def h200_outputs(suite: str, case: str) -> dict:
     pre = f"{suite}.{case}."
     return {k[len(pre):]: v for k, v in _npz().items() if k.startswith(pre)}
