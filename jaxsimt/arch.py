@@ -64,6 +64,9 @@ class Timing:
     # H200 (~143, docs/timing.md) but not yet part of any fit, so 0 everywhere until one includes it
     block_dispatch_cycles: float = 0.0
     launch_overhead_us: float = 1.5  # kernel launch to first block and last block to completion, microseconds
+    # global atomics on one L2 sector serialize: SM cycles per operation there (a kernel takes at least its
+    # busiest sector's operations times this)
+    atomic_cycles_per_op: float = 1.5
 
 
 @dataclass(frozen=True)
@@ -352,6 +355,7 @@ _HOPPER_TIMING = dict(
     tensor_flops_per_cycle_per_sm=4096.0,  # dense f16/bf16 mma.sync-class rate (wgmma reaches ~2x)
     shared_bytes_per_cycle_per_sm=128.0,
     l2_bytes_per_cycle=5120.0,
+    atomic_cycles_per_op=1.45,  # H200: atomicInc by every lane of 4,224 warps on one word (timing_micro/atomics)
 )
 
 H100 = Arch(

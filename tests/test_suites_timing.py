@@ -82,3 +82,24 @@ def blocks_of(dims) -> int:
     for d in dims:
         n *= d
     return n
+
+
+def test_first_launch_is_the_programs_first_launch():
+    """harness.first_launch runs a program's first launch alone: the same stats as in the whole program."""
+    whole = H.run("cuda_samples", "transpose")
+    first = H.first_launch("cuda_samples", "transpose")
+    assert whole.launches[0][0] == "copySharedMem"
+    assert first.stats == whole.launches[0][1]
+
+
+def test_a_suite_sample_replays_its_first_launch_at_timing_size():
+    """calibrate.suite_sample traces a program's first launch at its timing size without running the whole
+    grid, beside the H200's ncu time of that launch; its split is its suite's."""
+    from jaxsimt.apps import calibrate
+    from jaxsimt.timing import replay as timing
+
+    s = calibrate.suite_sample("rodinia", "gaussian")
+    assert (s.name, s.family, s.split) == ("rodinia.gaussian", "suites", "held_out")
+    assert s.ms == H.timing_ncu()[("rodinia", "gaussian")][0]["gpu__time_duration.sum"] * 1e-6
+    (row,) = calibrate.evaluate([s], timing.params_of("h200"))
+    assert 0 < row["predicted_ms"] < 1 and row["predicted_cycles"] > 0

@@ -35,6 +35,9 @@ TRAIN_FAMILIES = ("micro_shared", "micro_divergence")
 HELD_OUT_FAMILIES = ("micro_global",)
 LADDER_TRAIN_SIZES = (256,)
 LADDER_HELD_OUT_SIZES = (1024, 2048, 4096)
+# The suite corpus at timing sizes (family "suites"): whole suites are held out, chosen before any fit on it
+SUITES_TRAIN = ("cuda_samples", "polybench")
+SUITES_HELD_OUT = ("rodinia", "parboil", "shoc")
 # parameters the fit moves (the clock and the structural rates of the analytical model stay)
 FIT = ("alu_latency", "fma_latency", "sfu_latency", "tensor_latency", "shared_latency", "l1_latency", "l2_latency",
        "dram_latency", "branch_latency", "barrier_latency", "alu_issue", "fp32_issue", "sfu_issue", "tensor_issue",
@@ -48,7 +51,7 @@ class Sample:
     """One measured launch: its replay and what the H200 measured."""
 
     name: str
-    family: str  # micro_shared | micro_global | micro_divergence | ladder
+    family: str  # micro_shared | micro_global | micro_divergence | ladder | suites
     size: int  # GEMM size (0 for micro-kernels)
     split: str  # train | held_out
     work: timing.Work
@@ -56,7 +59,9 @@ class Sample:
     ms: float  # measured kernel time
 
 
-def _split(family: str, size: int) -> str:
+def _split(family: str, size: int, suite: str = "") -> str:
+    if family == "suites":
+        return "train" if suite in SUITES_TRAIN else "held_out"
     if family == "ladder":
         return "train" if size in LADDER_TRAIN_SIZES else "held_out"
     return "train" if family in TRAIN_FAMILIES else "held_out"
@@ -118,6 +123,22 @@ def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str =
     return out
 
 
+def suite_sample(suite: str, case: str, arch: str = "h200") -> Sample:
+    """The first launch of a program of the suite corpus at its timing size (`jaxsimt.kernels.suites`),
+    traced without running its whole grid (`harness.first_launch(..., ctas=[0], timing=True)`: one block for
+    the launch's stats, then the blocks the replay needs), with the H200's Nsight Compute cycles and time of
+    that launch (jaxsimt/data/h200/suites_timing/). Only the first launch: its inputs are the host's."""
+    from jaxsimt.kernels import suites as S
+    from jaxsimt.kernels.suites import harness as H
+
+    if get_arch(arch).name != "h200":
+        raise ValueError(f"the suite corpus was timed on the h200, not on {arch}")
+    ncu = H.timing_ncu()[(suite, case)][0]
+    r = H.first_launch(suite, case, S.module(suite).TIMING.get(case), ctas=[0], timing=True, arch=arch)
+    return Sample(f"{suite}.{case}", "suites", 0, _split("suites", 0, suite), r.timing["work"],
+                  float(ncu["sm__cycles_active.max"]), float(ncu["gpu__time_duration.sum"]) * 1e-6)
+
+
 # ---------------------------------------------------------------------------------------------
 # Batched replay: samples of one compiled shape stacked on a leading axis
 # ---------------------------------------------------------------------------------------------
@@ -134,6 +155,7 @@ class Group:
     total: jnp.ndarray
     index: list  # sample positions
     fast_shape: Optional[timing.Shape] = None  # the fast replay's shape (`timing.fast_steps` of the group)
+    atomic_ops: Optional[np.ndarray] = None  # [B] each sample's busiest atomic sector's operations (Work.atomic_ops)
 
 
 def groups(samples: list[Sample], params: Optional[dict] = None) -> list[Group]:
@@ -156,7 +178,8 @@ def groups(samples: list[Sample], params: Optional[dict] = None) -> list[Group]:
                                              stacked=(shape, n_regs, kern, queues, n_queue, share, total),
                                              with_steps=True)
         out.append(Group(shape, n_regs, kern, queues, n_queue, share, total, idx,
-                         dataclasses.replace(shape, steps=steps)))
+                         dataclasses.replace(shape, steps=steps),
+                         np.asarray([samples[i].work.atomic_ops for i in idx], np.float32)))
     return out
 
 
@@ -167,7 +190,7 @@ def _group_cycles(params, g: Group, policy: int, replay: str = "exact"):
                                                                    g.n_regs)["cycles"])
     else:
         f = lambda k, q, n, sh, to: jnp.max(timing.replay_sms(params, k, q, n, sh, to, policy, g.shape, g.n_regs)["cycles"])  # noqa: E731
-    return jax.vmap(f)(g.kernels, g.queues, g.n_queue, g.share, g.total)
+    return timing.with_atomics(jax.vmap(f)(g.kernels, g.queues, g.n_queue, g.share, g.total), g.atomic_ops, params)
 
 
 def predict_cycles(params: dict, gs: list[Group], n: int, policy: str = "gto", replay: str = "exact") -> jnp.ndarray:

@@ -215,11 +215,17 @@ def kernels_of(program: str, arch: str = "h200") -> list[str]:
 @functools.lru_cache(maxsize=None)
 def timing_micro(arch: str = "h200") -> dict[str, dict]:
     """name -> {'value', 'unit', 'param', 'detail'}: the timing model's micro-benchmarks
-    (`jaxsimt/kernels/cuda/micro_timing.cu`, `timing_micro/micro_timing.jsonl`): latencies in cycles, rates per SM
+    (`jaxsimt/kernels/cuda/micro_timing.cu`, `timing_micro/micro_timing.jsonl` and `atomics.jsonl`): latencies in
+    cycles, rates per SM
     or per chip, empty-kernel launch times in microseconds; `param` names the `arch.Timing` field a
     measurement gives (empty where it gives none)."""
     out = {}
-    for line in _text(arch, "timing_micro/micro_timing.jsonl").splitlines():
+    text = _text(arch, "timing_micro/micro_timing.jsonl")
+    try:  # the global atomics, measured in a later run
+        text += "\n" + _text(arch, "timing_micro/atomics.jsonl")
+    except FixtureNotFound:
+        pass
+    for line in text.splitlines():
         if line.strip().startswith("{"):
             r = json.loads(line)
             out[r.pop("name")] = r

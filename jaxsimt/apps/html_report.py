@@ -467,7 +467,7 @@ def memory_view(result, accesses) -> str:
         why = ("the launch has no global or shared memory instruction" if accesses is not None else
                "the result does not say what was launched (only jaxsimt.launch results can be replayed)")
         return head + f'<p class="note">No accesses to draw: {why}.</p>'
-    from jaxsimt.apps.addresses import warp_costs
+    from jaxsimt.run.addresses import warp_costs
 
     arch = get_arch(result.arch)
     per_pc = {r["pc"]: r for r in result.per_instruction}
@@ -613,7 +613,7 @@ def page(title: str, subtitle: str, sections: list[tuple[str, str, str]], data: 
 
 def render(result, accesses=None, title: Optional[str] = None, source_dirs=()) -> str:
     """The report page of one launch result as an HTML string. `accesses`: the replayed accesses of the
-    memory view (`jaxsimt.apps.addresses.capture`; None: that view says why it is empty); `source_dirs`: folders
+    memory view (`jaxsimt.run.addresses.capture`; None: that view says why it is empty); `source_dirs`: folders
     CUDA sources may be read from besides the PTX file's own."""
     from jaxsimt.demangle import demangle
 
@@ -629,7 +629,7 @@ def render(result, accesses=None, title: Optional[str] = None, source_dirs=()) -
 
 def write_report(result, path: str, title: Optional[str] = None, source_dirs=()) -> str:
     """Write `render(result, ...)` to `path`, replaying block 0 for the memory view; returns `path`."""
-    from jaxsimt.apps.addresses import capture
+    from jaxsimt.run.addresses import capture
 
     text = render(result, capture(result), title=title, source_dirs=source_dirs)
     with open(path, "w", encoding="utf-8") as f:

@@ -170,12 +170,17 @@ class JaxsimtBackend:
     def get(self, buf):
         return buf.copy()
 
-    def launch(self, name, grid, block, args, smem=0):
+    def launch_kwargs(self, name) -> dict:
+        """The keywords of `name`'s `jaxsimt.ptx.launch`: the backend's, its registers, the constants set."""
         kw = dict(self.kw)
         if name in self.regs_of:
             kw.setdefault("regs", self.regs_of[name])
         if self.constants:
             kw["constants"] = dict(self.constants)
+        return kw
+
+    def launch(self, name, grid, block, args, smem=0):
+        kw = self.launch_kwargs(name)
         t0 = self.time.perf_counter()
         res = self.P.launch(self.ptx, name, grid, block, list(args), dynamic_smem=int(smem), **kw)
         self.seconds.append(self.time.perf_counter() - t0)

@@ -3,15 +3,26 @@ launch's blocks with one more functional run, replay them (`jaxsimt.timing.repla
 launch's stats. It sits with the launch, above the model: it launches, and the model does not."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import numpy as np
 
+from jaxsimt import types as T
 from jaxsimt.timing import cost
 from jaxsimt.timing import trace as tr
 from jaxsimt.arch import Arch, get_arch
+from jaxsimt.program import Program, Reg
+from jaxsimt.run import addresses
 from jaxsimt.run.launch import launch
 from jaxsimt.timing.replay import MAX_STEPS, params_of, plan, run, summarize, traced_blocks
+from jaxsimt.units import isa
+
+# ptxas makes an atomic whose old value is never read a reduction (RED), and a warp's reduction whose active
+# lanes all name one address with an associative operation one operation by one lane (VOTE + POPC / REDUX
+# before it: H200 SASS, jaxsimt/data/h200/timing_micro/atomics_log.txt); every other atomic reaches the L2
+# as one operation per active lane.
+AGGREGATED_OPS = frozenset({"add", "min", "max", "and", "or", "xor"})
 
 
 def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, regs=None, local_bytes: int = 0,
@@ -31,8 +42,52 @@ def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, re
     t.meta["n_ctas"] = n_ctas
     params = params if params is not None else params_of(arch)
     work = plan(t, arch, R, n_ctas, max_steps)
+    if _global_atomics(r.program):
+        work = dataclasses.replace(work, atomic_ops=atomic_hot_ops(r, ctas, n_ctas, arch))
     out = run(work, params, policy, replay)
     return summarize(work, out, params, arch), t, work, out
+
+
+def _global_atomics(prog: Program) -> dict:
+    """{pc: whether ptxas aggregates it (AGGREGATED_OPS, old value never read)} of the global atomics."""
+    insts = prog.instructions()
+    read = {r.index for _, ins in insts for r in ins.operation.src if isinstance(r, Reg)}
+    out = {}
+    for pc, (_, ins) in enumerate(insts):
+        op = ins.operation
+        if isa.memory(ins) == "atomic" and op.attr("space", "global") in ("global", "generic"):
+            out[pc] = (op.attr("aop") in AGGREGATED_OPS and not T.BY_NAME[op.attr("type")].is_float
+                       and not any(d.index in read for d in op.dst))
+    return out
+
+
+def atomic_hot_ops(result, ctas, n_ctas: int, arch: "Arch | str") -> float:
+    """L2 operations of the launch's global atomics on their busiest sector, over the whole grid: counted on
+    blocks `ctas` (the traced ones, replayed on an address probe) and scaled to the grid for a sector more
+    than one of them touches (a counter the grid shares); a sector one block alone touches stays as counted.
+    A warp's aggregated atomic (AGGREGATED_OPS, one address) is one operation, any other one per lane."""
+    arch = get_arch(arch)
+    agg = _global_atomics(result.program)
+    wpb = -(-int(np.prod(result.block)) // arch.warp_size)
+    ops: dict = {}
+    blocks: dict = {}
+
+    def sink(pc, space, addr, ok, nbytes):
+        if space != "global" or pc not in agg:
+            return
+        for w in np.flatnonzero(ok.any(axis=1)):
+            lanes = addr[w][ok[w]]
+            sectors = lanes // arch.sector_size
+            if agg[pc] and (lanes == lanes[0]).all():
+                sectors = sectors[:1]
+            for sec, n in zip(*np.unique(sectors, return_counts=True)):
+                ops[sec] = ops.get(sec, 0) + int(n)
+                blocks.setdefault(sec, set()).add(int(w) // wpb)
+
+    if not addresses.replay(result, ctas, sink):
+        return 0.0
+    scale = n_ctas / max(len(ctas), 1)
+    return float(max((n * scale if len(blocks[sec]) > 1 else n for sec, n in ops.items()), default=0))
 
 
 def analytical_stats(result, arch: "Arch | str", dram_bytes: Optional[float] = None) -> dict:

@@ -639,6 +639,8 @@ class Work:
     n_regs: int
     sms: np.ndarray  # [M] index of each simulated SM
     occupancy_blocks: int
+    # L2 operations of the kernel's global atomics on their busiest sector (`launch_timing.atomic_hot_ops`)
+    atomic_ops: float = 0.0
 
 
 def _pow2(n: int) -> int:
@@ -835,9 +837,16 @@ def run_many(works: list, params: dict, policy: str = "gto", replay: str = "exac
     return res
 
 
+def with_atomics(cycles, atomic_ops, params: dict):
+    """Kernel cycles at least the busiest L2 sector's atomic operations one after another: the replay's SMs
+    do not see each other's atomics, which serialize where their sector lives."""
+    return jnp.maximum(cycles, atomic_ops * params["atomic_cycles_per_op"])
+
+
 def kernel_cycles(work: Work, params: dict, policy: str = "gto", replay: str = "exact"):
-    """Cycles of the whole kernel (its slowest SM): a differentiable scalar of `params`."""
-    return jnp.max(run(work, params, policy, replay)["cycles"])
+    """Cycles of the whole kernel (its slowest SM, or its busiest atomic sector): a differentiable scalar
+    of `params`."""
+    return with_atomics(jnp.max(run(work, params, policy, replay)["cycles"]), work.atomic_ops, params)
 
 
 def predicted_ms(cycles, params: dict):
@@ -850,14 +859,15 @@ def summarize(work: Work, out: dict, params: dict, arch: "Arch | str") -> dict:
     arch = get_arch(arch)
     cyc = np.asarray(out["cycles"], np.float64)
     i = int(np.argmax(cyc))
-    total = float(cyc[i])
+    total = float(with_atomics(cyc[i], work.atomic_ops, params))
     stall = np.asarray(out["stall"], np.float64)[i].sum(axis=0)
     issued = float(np.asarray(out["issued"])[i])
     window = float(np.asarray(out["window_cycles"])[i])
     occ = float(np.asarray(out["warp_cycles"])[i]) / max(window * arch.max_warps_per_sm, 1e-9)
     stats = {"cycles": total, "predicted_ms": float(predicted_ms(total, params)),
              "timing__achieved_occupancy": occ, "timing__issued_in_window": int(issued),
-             "timing__window_cycles": window, "timing__extrapolated": int(not bool(np.asarray(out["finished"])[i]))}
+             "timing__window_cycles": window, "timing__extrapolated": int(not bool(np.asarray(out["finished"])[i])),
+             "timing__atomic_sector_ops": float(work.atomic_ops)}
     n = max(stall[SELECTED], 1.0)
     for r, name in enumerate(REASONS):
         stats[f"stall_{name}"] = float(stall[r])

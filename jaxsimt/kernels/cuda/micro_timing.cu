@@ -14,7 +14,7 @@
 // Output: one JSON line per measurement on stdout:
 //   {"name":..., "value":..., "unit":..., "param": the Timing field it measures or "", "detail":...}
 // Build: nvcc -arch=sm_90 -O3 -lineinfo -std=c++17 micro_timing.cu -o micro_timing
-// Options: --list (the groups), --only GROUP (repeatable: latencies, throughputs, launches),
+// Options: --list (the groups), --only GROUP (repeatable: latencies, throughputs, atomics, launches),
 //          --launch-reps N (timed repeats of each empty-kernel launch; 1 under ncu).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -443,6 +443,79 @@ static void throughputs() {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Global atomics (whole chip, CUDA events)
+// ------------------------------------------------------------------------------------------------
+// Operations on one word serialize where the word lives (its L2 slice); operations on distinct words of a
+// request proceed together. ptxas aggregates a warp's associative atomics on one address into one operation
+// (VOTE + POPC / REDUX, then a single lane's RED: the SASS shows it), so the per-operation rate on one
+// word is measured with atomicInc and a wrap limit known only at run time, which it cannot aggregate (the
+// wrap makes it non-associative; with the limit 0xffffffff written in, ptxas turns it into an add).
+
+constexpr int ATOM_ITERS = 16;
+
+// `lanes` lanes of every warp apply atomicInc to the same word, ATOM_ITERS times
+__global__ void tp_inc_same(unsigned* p, int lanes, unsigned limit) {
+  if (int(threadIdx.x & 31) >= lanes) return;
+  for (int i = 0; i < ATOM_ITERS; ++i) atomicInc(p, limit);
+}
+
+// every lane adds 1 to the same word, result unused: ptxas aggregates this into one RED per warp
+__global__ void tp_add_same(int* p) {
+  for (int i = 0; i < ATOM_ITERS; ++i) atomicAdd(p, 1);
+}
+
+// every lane of every warp applies atomicInc to word (i mod words) * stride of p at its i-th step: a warp's
+// requests cycle through `words` words, `stride` words apart (1: one sector; 32: a 128-byte line each)
+__global__ void tp_inc_words(unsigned* p, int words, int stride, unsigned limit) {
+  for (int i = 0; i < ATOM_ITERS; ++i) atomicInc(p + (i % words) * stride, limit);
+}
+
+// every thread adds to its own word: one request of 32 distinct words per warp instruction
+__global__ void tp_add_distinct(int* p) {
+  int* q = p + blockIdx.x * blockDim.x + threadIdx.x;
+  for (int i = 0; i < ATOM_ITERS; ++i) atomicAdd(q, 1);
+}
+
+static void atomics() {
+  const int blocks = g_sms * 4, threads = 256;
+  const double warps = double(blocks) * threads / 32;
+  int* p;
+  CK(cudaMalloc(&p, size_t(blocks) * threads * 4));
+  CK(cudaMemset(p, 0, size_t(blocks) * threads * 4));
+  auto cycles = [&](float ms) { return ms * 1e-3 * g_clock_ghz * 1e9; };
+  for (int lanes : {1, 8, 32}) {
+    float ms = time_ms([&] { tp_inc_same<<<blocks, threads>>>((unsigned*)p, lanes, 0x7fffffffu); });
+    double ops = warps * lanes * ATOM_ITERS;
+    std::string name = "atomic_same_word_inc_lanes" + std::to_string(lanes);
+    // all 32 lanes on one word keep its slice's atomic unit busiest: the rate the model's parameter is
+    emit(name.c_str(), cycles(ms) / ops, "cycles/op", lanes == 32 ? "atomic_cycles_per_op" : "",
+         "atomicInc on one word, " + std::to_string(lanes) +
+         " lanes of each of " + std::to_string(int(warps)) + " warps, " + std::to_string(ATOM_ITERS) +
+         " each; SM clock cycles per operation, whole chip");
+  }
+  for (int stride : {1, 32}) {
+    for (int words : {2, 8}) {
+      float ms = time_ms([&] { tp_inc_words<<<blocks, threads>>>((unsigned*)p, words, stride, 0x7fffffffu); });
+      std::string name = "atomic_words" + std::to_string(words) + "_stride" + std::to_string(stride * 4) + "B";
+      emit(name.c_str(), cycles(ms) / (warps * ATOM_ITERS), "cycles/warp op", "",
+           "atomicInc by all 32 lanes on one word per warp instruction, cycling through " + std::to_string(words) +
+           " words " + std::to_string(stride * 4) + " bytes apart; cycles per warp instruction, whole chip");
+    }
+  }
+  {
+    float ms = time_ms([&] { tp_add_same<<<blocks, threads>>>(p); });
+    emit("atomic_same_word_add_aggregated", cycles(ms) / (warps * ATOM_ITERS), "cycles/warp op", "",
+         "atomicAdd(p, 1) by all 32 lanes (ptxas: one RED per warp); cycles per warp instruction, whole chip");
+  }
+  {
+    float ms = time_ms([&] { tp_add_distinct<<<blocks, threads>>>(p); });
+    emit("atomic_distinct_words_add", warps * ATOM_ITERS * 32 / cycles(ms), "ops/cycle", "",
+         "atomicAdd to each thread's own word (coalesced, 32 words per request); operations per cycle, whole chip");
+  }
+  CK(cudaFree(p));
+}
+
+// ------------------------------------------------------------------------------------------------
 // Launch overhead and block dispatch vs grid size
 // ------------------------------------------------------------------------------------------------
 
@@ -464,7 +537,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--list")) {
-      printf("latencies\nthroughputs\nlaunches\n");
+      printf("latencies\nthroughputs\natomics\nlaunches\n");
       return 0;
     }
     if (!strcmp(argv[i], "--only") && i + 1 < argc) only.push_back(argv[++i]);
@@ -480,6 +553,7 @@ int main(int argc, char** argv) {
   emit("clock_ghz", g_clock_ghz, "GHz", "clock_ghz", "cudaDevAttrClockRate (the per-SM rates divide by it)");
   if (want("latencies")) latencies();
   if (want("throughputs")) throughputs();
+  if (want("atomics")) atomics();
   if (want("launches")) launches();
   return 0;
 }

@@ -82,6 +82,37 @@ def runs_record() -> dict:
         return json.load(f)
 
 
+class _Stop(Exception):
+    """Raised at a program's first launch: its driver stops there."""
+
+
+class _FirstLaunchBackend(JaxsimtBackend):
+    """The jaxsimt backend that runs only a program's first launch, with extra launch keywords, and then
+    stops the driver (a later launch reads what earlier ones wrote, which a partial run does not compute)."""
+
+    def __init__(self, ptx_path, first_kwargs, **kw):
+        super().__init__(ptx_path, **kw)
+        self.first_kwargs, self.result = first_kwargs, None
+
+    def launch(self, name, grid, block, args, smem=0):
+        kw = {**self.launch_kwargs(name), **self.first_kwargs}
+        self.result = self.P.launch(self.ptx, name, grid, block, list(args), dynamic_smem=int(smem), **kw)
+        raise _Stop
+
+
+def first_launch(suite: str, case: str, size=None, **launch_kwargs):
+    """The LaunchResult of the first launch of `case` at `size` (its driver's keyword arguments; None: the
+    default size), launched with the suite's ptxas registers and `launch_kwargs` (e.g. `ctas=[0],
+    timing=True`: the timing model without running the whole grid)."""
+    mod = S.module(suite)
+    be = _FirstLaunchBackend(S.ptx_path(suite), launch_kwargs, regs_of=registers(suite))
+    try:
+        mod.run(be, case, size, reference=False)
+    except _Stop:
+        return be.result
+    raise RuntimeError(f"{suite}.{case} launched nothing")
+
+
 TIMING_FIXTURES = os.path.join(os.path.dirname(jaxsimt.__file__), "data", "h200", "suites_timing")
 
 
