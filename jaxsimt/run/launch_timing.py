@@ -69,25 +69,28 @@ def atomic_hot_ops(result, ctas, n_ctas: int, arch: "Arch | str") -> float:
     arch = get_arch(arch)
     agg = _global_atomics(result.program)
     wpb = -(-int(np.prod(result.block)) // arch.warp_size)
-    ops: dict = {}
-    blocks: dict = {}
+    sectors, blocks = [], []  # one entry per operation: its sector and the (wave-local) block issuing it
 
     def sink(pc, space, addr, ok, nbytes):
         if space != "global" or pc not in agg:
             return
-        for w in np.flatnonzero(ok.any(axis=1)):
-            lanes = addr[w][ok[w]]
-            sectors = lanes // arch.sector_size
-            if agg[pc] and (lanes == lanes[0]).all():
-                sectors = sectors[:1]
-            for sec, n in zip(*np.unique(sectors, return_counts=True)):
-                ops[sec] = ops.get(sec, 0) + int(n)
-                blocks.setdefault(sec, set()).add(int(w) // wpb)
+        keep = ok
+        if agg[pc]:  # a warp whose active lanes name one address: its first active lane's operation only
+            first = ok.argmax(axis=1)
+            lead = addr[np.arange(len(addr)), first]
+            uniform = ok.any(axis=1) & np.all(~ok | (addr == lead[:, None]), axis=1)
+            keep = ok & ~(uniform[:, None] & (np.arange(ok.shape[1]) != first[:, None]))
+        sectors.append(addr[keep] // arch.sector_size)
+        blocks.append(np.nonzero(keep)[0] // wpb)
 
-    if not addresses.replay(result, ctas, sink):
+    if not addresses.replay(result, ctas, sink) or not sectors:
         return 0.0
+    sec, blk = np.concatenate(sectors), np.concatenate(blocks)
+    _, ops = np.unique(sec, return_counts=True)
+    touched = np.unique(np.stack([sec, blk]), axis=1)[0]  # each (sector, block) pair once: its sector
+    n_blocks = np.unique(touched, return_counts=True)[1]  # blocks touching each sector, in the same order
     scale = n_ctas / max(len(ctas), 1)
-    return float(max((n * scale if len(blocks[sec]) > 1 else n for sec, n in ops.items()), default=0))
+    return float(np.max(np.where(n_blocks > 1, ops * scale, ops)))
 
 
 def analytical_stats(result, arch: "Arch | str", dram_bytes: Optional[float] = None) -> dict:
