@@ -64,7 +64,22 @@ def launch_record(name, grid, block, smem=0) -> dict:
             "smem": int(smem)}
 
 
-class CupyBackend:
+class LoggedBackend:
+    """A backend (`be`) that also records every launch's configuration in `log` (`launch_record`)."""
+
+    def __init__(self, be):
+        self.be = be
+        self.log = []
+
+    def __getattr__(self, name):
+        return getattr(self.be, name)
+
+    def launch(self, name, grid, block, args, smem=0):
+        self.log.append(launch_record(name, grid, block, smem))
+        self.be.launch(name, grid, block, args, smem=smem)
+
+
+class CupyBackend(LoggedBackend):
     """The backend of jaxsimt/kernels/cuda/run_real_cuda.py, recording every launch's configuration."""
 
     def __init__(self, ptx_path):
@@ -72,31 +87,15 @@ class CupyBackend:
                                                       os.path.join(ROOT, "kernels", "cuda", "run_real_cuda.py"))
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        self.be = mod.CupyBackend(ptx_path)
-        self.log = []
-
-    def __getattr__(self, name):
-        return getattr(self.be, name)
-
-    def launch(self, name, grid, block, args, smem=0):
-        self.log.append(launch_record(name, grid, block, smem))
-        self.be.launch(name, grid, block, args, smem=smem)
+        super().__init__(mod.CupyBackend(ptx_path))
 
 
-class EmulatorBackend:
+class EmulatorBackend(LoggedBackend):
     """jaxsimt's backend with the same launch log (a check of this script without a GPU)."""
 
     def __init__(self, ptx_path):
         from jaxsimt.kernels.real_cuda import JaxsimtBackend
-        self.be = JaxsimtBackend(ptx_path)
-        self.log = []
-
-    def __getattr__(self, name):
-        return getattr(self.be, name)
-
-    def launch(self, name, grid, block, args, smem=0):
-        self.log.append(launch_record(name, grid, block, smem))
-        self.be.launch(name, grid, block, args, smem=smem)
+        super().__init__(JaxsimtBackend(ptx_path))
 
 
 def run_suite(suite, backend_cls, cases=None, deadline=None):
