@@ -40,29 +40,31 @@ class Access:
 class _AddressProbe(Machine):
     """A Machine whose memory model also hands every warp instruction's addresses to `sink(pc, space, addr
     [W, L] int64, ok [W, L] bool, nbytes)` on the host (space: "global" or "shared"; constant-cache
-    accesses are not handed over)."""
+    accesses are not handed over). pcs: only these instructions' accesses (None: all), where the pc is
+    known when the step is traced (a compiled block's); an interpreted instruction's are all handed over."""
 
     count_stage = False  # every access counted where it runs, so that it passes count_memory
 
-    def __init__(self, *a, sink=None, **kw):
+    def __init__(self, *a, sink=None, pcs=None, **kw):
         super().__init__(*a, **kw)
-        self.sink = sink
+        self.sink, self.probe_pcs = sink, pcs
 
     def _record(self, pc, name, addr, ok, nbytes):
         self.sink(int(pc), "global" if int(name) == 0 else "shared", np.asarray(addr, np.int64), np.asarray(ok, bool),
                   int(nbytes))
 
     def count_memory(self, mem, pc, shape, addr, ok, item):
-        if not shape.const:
+        if not shape.const and (self.probe_pcs is None or not isinstance(pc, int) or pc in self.probe_pcs):
             jax.debug.callback(self._record, jnp.asarray(pc, jnp.int32), jnp.int32(0 if shape.name == "gmem" else 1),
                                addr, ok, jnp.int32(shape.nbytes))
         return super().count_memory(mem, pc, shape, addr, ok, item)
 
 
-def replay(result, ctas, sink) -> bool:
+def replay(result, ctas, sink, pcs=None) -> bool:
     """Run blocks `ctas` (linear ids, one wave: warp w of the wave belongs to ctas[w // warps per block]) of
     the launch behind `result` (`result.inputs`, kept by `jaxsimt.launch`) again, handing every memory
-    access to `sink` (see `_AddressProbe`); False when the result does not say what was launched."""
+    access (of instructions `pcs`; None: all) to `sink` (see `_AddressProbe`); False when the result does
+    not say what was launched."""
     from jaxsimt.run.launch import _split_args, run_items
 
     inp = result.inputs
@@ -72,7 +74,7 @@ def replay(result, ctas, sink) -> bool:
     run_items(result.program, result.grid, result.block, [_split_args(result.program, args)], [args], result.arch,
               regs=inp.get("regs"), local_bytes=inp.get("local_bytes", 0), carveout=inp.get("carveout"),
               stack_depth=inp.get("stack_depth", 16), ctas=[int(c) for c in ctas], blocks_per_wave=len(ctas),
-              machine=lambda p, geo, layout, options: _AddressProbe(p, geo, layout, options, sink=sink))
+              machine=lambda p, geo, layout, options: _AddressProbe(p, geo, layout, options, sink=sink, pcs=pcs))
     return True
 
 

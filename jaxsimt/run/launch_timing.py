@@ -83,7 +83,7 @@ def atomic_hot_ops(result, ctas, n_ctas: int, arch: "Arch | str") -> float:
         sectors.append(addr[keep] // arch.sector_size)
         blocks.append(np.nonzero(keep)[0] // wpb)
 
-    if not addresses.replay(result, ctas, sink) or not sectors:
+    if not addresses.replay(result, ctas, sink, pcs=frozenset(agg)) or not sectors:
         return 0.0
     sec, blk = np.concatenate(sectors), np.concatenate(blocks)
     _, ops = np.unique(sec, return_counts=True)
