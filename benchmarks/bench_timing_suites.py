@@ -67,9 +67,11 @@ def load(names, cache: str) -> tuple:
             with open(pkl, "rb") as f:
                 d = pickle.load(f)
             got[name] = (d["sample"], d["seconds"])
+        elif os.path.exists(err):
+            with open(err) as f:
+                failed[name] = f.read()
         else:
-            with open(err) if os.path.exists(err) else open(os.devnull) as f:
-                failed[name] = f.read() or "no sample written"
+            failed[name] = "no sample written"
         print(f"{name}: " + (f"traced in {got[name][1]:.1f} s" if name in got else failed[name]), file=sys.stderr,
               flush=True)
     return got, failed
