@@ -39,6 +39,7 @@ from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Inst
                               cross_block_registers, thread_jumps)
 
 from jaxsimt.units.memcounts import MEM_COLUMNS, N_MEM  # noqa: F401 (MEM_COLUMNS: re-exported for launch)
+from jaxsimt.units.intops import floordiv, mod
 THREAD_HEAD_LIMIT = 4  # the longest loop test a back edge is threaded into (its instructions compile once more)
 RECENT = 64  # steps of block history kept for the step-budget report (which blocks a stuck warp cycles through)
 
@@ -426,7 +427,7 @@ class _Exec:
             # an element of an array the launch laid out (bases aligned to at least 256 bytes): always aligned
             self.record_fault(code, pc, oob, rel)
             return name, widx, boff, addr, act & ~oob
-        mis = act & ~oob & ((addr % nbytes) != 0)
+        mis = act & ~oob & (mod(addr, nbytes) != 0)
         self.record_faults(((code, oob), (errors.MISALIGNED, mis)), pc, rel)
         return name, widx, boff, addr, act & ~oob & ~mis
 
@@ -627,7 +628,7 @@ def record_fault(fault: Fault, code: int, pc, bad, addr, wave) -> Fault:
 
     def first(_):
         flat = jnp.argmax(bad.reshape(-1))
-        return Fault.of(code, wave, pc, flat // L, flat % L, jnp.broadcast_to(addr, bad.shape).reshape(-1)[flat])
+        return Fault.of(code, wave, pc, floordiv(flat, L), mod(flat, L), jnp.broadcast_to(addr, bad.shape).reshape(-1)[flat])
 
     # the search for the faulting lane runs only when there is a new fault (almost never)
     return lax.cond(jnp.any(bad) & (fault.code == errors.NONE), first, lambda _: fault, None)
@@ -994,13 +995,14 @@ class Machine:
 
     def cta_linear(self, wave, dyn: Dyn):
         """[W] linear block id (in its item's grid) of each warp's block in this wave."""
-        return self.cta_fused(wave, dyn) % dyn.n_ctas
+        return mod(self.cta_fused(wave, dyn), dyn.n_ctas, nonneg=True)
 
     def item_of_warp(self, wave, dyn: Dyn):
         """[W] int32 batch item of each warp (padding blocks: the last item; they never run)."""
         if self.geo.items == 1:
             return jnp.zeros((self.geo.W,), jnp.int32)
-        return jnp.minimum(self.cta_fused(wave, dyn) // dyn.n_ctas, self.geo.items - 1).astype(jnp.int32)
+        item = floordiv(self.cta_fused(wave, dyn), dyn.n_ctas, nonneg=True)
+        return jnp.minimum(item, self.geo.items - 1).astype(jnp.int32)
 
     def valid_mask(self, wave, dyn: Dyn):
         t = self.thread_linear()
@@ -1014,9 +1016,10 @@ class Machine:
         t = self.thread_linear()
         c = self.cta_linear(wave, dyn)[:, None]
         vals = {
-            "tid.x": lambda: t % bx, "tid.y": lambda: (t // bx) % by, "tid.z": lambda: t // (bx * by),
+            "tid.x": lambda: mod(t, bx), "tid.y": lambda: mod(floordiv(t, bx), by), "tid.z": lambda: floordiv(t, bx * by),
             "ntid.x": lambda: bx, "ntid.y": lambda: by, "ntid.z": lambda: bz,
-            "ctaid.x": lambda: c % gx, "ctaid.y": lambda: (c // gx) % gy, "ctaid.z": lambda: c // (gx * gy),
+            "ctaid.x": lambda: mod(c, gx, nonneg=True), "ctaid.y": lambda: mod(floordiv(c, gx, nonneg=True), gy, nonneg=True),
+            "ctaid.z": lambda: floordiv(c, gx * gy, nonneg=True),
             "nctaid.x": lambda: gx, "nctaid.y": lambda: gy, "nctaid.z": lambda: gz,
             "laneid": lambda: self.lane[None, :], "warpid": lambda: self.warp_in_cta[:, None],
             "gtid": lambda: c * g.threads_per_block + t,
@@ -1180,8 +1183,8 @@ class Machine:
         s_race = shadow.s_race
         for mem, widx, ok, key, ep in pending:
             tid = key >> 32
-            me = sanitizer.Access(key, ep, tid, tid // g.threads_per_block,
-                                  (tid % g.threads_per_block) // g.warp_size, findings.clock)
+            me = sanitizer.Access(key, ep, tid, floordiv(tid, g.threads_per_block),
+                                  floordiv(mod(tid, g.threads_per_block), g.warp_size), findings.clock)
             upd = lambda r, ok: sanitizer.race_update(r, atom_time, "read", widx, ok, me, g.threads_per_block,  # noqa: E731
                                                       g.warp_size)[0]
             g_race = lax.cond(mem == 1, lambda r: upd(r, ok), lambda r: r, g_race)
@@ -1307,7 +1310,7 @@ class Machine:
                      tsp.at[s.steps].set(st.sp, mode="drop"))
         return s._replace(
             regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, stack=st, exited=exited, waiting=waiting,
-            findings=findings, barriers=bars, steps=s.steps + 1, trace=trace, recent=s.recent.at[s.steps % RECENT].set(b),
+            findings=findings, barriers=bars, steps=s.steps + 1, trace=trace, recent=s.recent.at[mod(s.steps, RECENT)].set(b),
             warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
             thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
             divergent=s.divergent.at[:, b].add(self.tally(div, item)),

@@ -40,6 +40,7 @@ from jaxsimt import errors
 from jaxsimt.units import barriers, isa
 from jaxsimt.machine.core import RECENT, Counters, Fault, Machine, State, TermKind, pick_block
 from jaxsimt.program import Program, recut
+from jaxsimt.units.intops import mod
 
 FULL = 0xFFFFFFFF
 
@@ -195,7 +196,7 @@ class ItsMachine(Machine):
                      tsp.at[s.steps].set(groups, mode="drop"))
         return s._replace(
             fault=fault, findings=findings, barriers=bars, stack=Lanes(pcs, bar, yielded, jnp.where(ready & ~sel, lanes.age + 1, 0)), exited=exited,
-            steps=s.steps + 1, trace=trace, recent=s.recent.at[s.steps % RECENT].set(b),
+            steps=s.steps + 1, trace=trace, recent=s.recent.at[mod(s.steps, RECENT)].set(b),
             warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
             thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
             divergent=s.divergent.at[:, b].add(self.tally(div, item)),

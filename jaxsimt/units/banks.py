@@ -44,6 +44,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxsimt.arch import Arch, get_arch, lanes_per_group
+from jaxsimt.units.intops import floordiv, mod
 
 ACCESS_SIZES = (1, 2, 4, 8, 16)
 
@@ -72,7 +73,7 @@ def lane_words(arch: Arch, addresses: jax.Array, size: int) -> jax.Array:
     """
     k = max(1, size // arch.bank_width)
     addresses = jnp.asarray(addresses)
-    word0 = addresses // jnp.asarray(arch.bank_width, addresses.dtype)
+    word0 = floordiv(addresses, arch.bank_width)
     return word0[:, None] + jnp.arange(k, dtype=addresses.dtype)[None, :]
 
 
@@ -126,7 +127,7 @@ def _same_word_set(w0, v0, w1, v1) -> jax.Array:
 def _min_wavefronts(words: jax.Array, valid: jax.Array, num_banks: int) -> jax.Array:
     """Conflict-free minimum of one group: ceil(distinct words / banks). [E] -> int32 scalar."""
     distinct = jnp.sum(valid & ~_earlier_same(words, valid)).astype(jnp.int32)
-    return (distinct + num_banks - 1) // num_banks
+    return floordiv(distinct + num_banks - 1, num_banks)
 
 
 def bank_access(arch: "Arch | str", addresses: jax.Array, size: int, active: jax.Array) -> BankAccess:
@@ -144,7 +145,7 @@ def bank_access(arch: "Arch | str", addresses: jax.Array, size: int, active: jax
     words = lane_words(arch, addresses, size)  # [L, k]
     k = words.shape[1]
     valid = jnp.broadcast_to(jnp.asarray(active, bool)[:, None], words.shape)
-    banks = (words % jnp.asarray(arch.shared_banks, words.dtype)).astype(jnp.int32)
+    banks = mod(words, arch.shared_banks).astype(jnp.int32)
     n_groups = arch.warp_size // lanes
     g_words = words.reshape(n_groups, lanes * k)
     g_banks = banks.reshape(n_groups, lanes * k)

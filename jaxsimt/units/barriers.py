@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxsimt import errors
 from jaxsimt.program import BARRIER, Program
+from jaxsimt.units.intops import take_along
 
 PTX_BARRIERS = 16  # barrier ids PTX allows (0..15): the limit where no architecture is given
 
@@ -112,7 +113,7 @@ def release(bs: Barriers, waiting, done):
     whole = jnp.any(wk, axis=1) & (bs.need == 0) & jnp.all(done[..., None] | wk, axis=1)
     counted = (bs.need > 0) & (bs.arrived >= bs.need)
     rel = whole | counted  # [C, K]
-    freed = waiting & jnp.take_along_axis(rel, jnp.clip(bs.at, 0, K - 1), axis=1)
+    freed = waiting & take_along(rel, jnp.clip(bs.at, 0, K - 1), axis=1)
     bs = bs._replace(arrived=jnp.where(counted, 0, bs.arrived), need=jnp.where(rel, 0, bs.need))
     return bs, freed, jnp.any(rel & jnp.any(wk, axis=1), axis=1)
 
@@ -120,6 +121,6 @@ def release(bs: Barriers, waiting, done):
 def short(bs: Barriers, waiting):
     """[C, P] int32: for each waiting unit the threads its barrier's phase has counted so far (-1 for an
     uncounted barrier): what a synccheck report of a barrier that never completes says."""
-    got = jnp.take_along_axis(bs.arrived, jnp.clip(bs.at, 0, bs.arrived.shape[1] - 1), axis=1)
-    need = jnp.take_along_axis(bs.need, jnp.clip(bs.at, 0, bs.need.shape[1] - 1), axis=1)
+    got = take_along(bs.arrived, jnp.clip(bs.at, 0, bs.arrived.shape[1] - 1), axis=1)
+    need = take_along(bs.need, jnp.clip(bs.at, 0, bs.need.shape[1] - 1), axis=1)
     return jnp.where(waiting & (need > 0), got, -1)

@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsimt.arch import Arch, get_arch, lanes_per_group
+from jaxsimt.units.intops import floordiv, take_along
 
 ACCESS_SIZES = (1, 2, 4, 8, 16)
 
@@ -67,7 +68,7 @@ def count_distinct(keys: jax.Array, valid: jax.Array) -> jax.Array:
     several times faster than a 64 x 64 comparison matrix.)
     keys: [..., N] any integer dtype; valid: [..., N] bool. Returns [...] int32 (0 where nothing is valid).
     """
-    first_valid = jnp.take_along_axis(keys, jnp.argmax(valid, axis=-1)[..., None], axis=-1)
+    first_valid = take_along(keys, jnp.argmax(valid, axis=-1)[..., None], axis=-1)
     filled = jnp.sort(jnp.where(valid, keys, first_valid), axis=-1)
     changes = jnp.sum(filled[..., 1:] != filled[..., :-1], axis=-1)
     return jnp.where(jnp.any(valid, axis=-1), changes + 1, 0).astype(jnp.int32)
@@ -75,9 +76,8 @@ def count_distinct(keys: jax.Array, valid: jax.Array) -> jax.Array:
 
 def _touched_sectors(addresses: jax.Array, size: int, sector: int) -> jax.Array:
     """Sectors holding the first and last byte of each lane's access: [L] -> [L, 2] (size <= sector)."""
-    g = jnp.asarray(sector, addresses.dtype)
-    first = addresses // g
-    last = (addresses + jnp.asarray(size - 1, addresses.dtype)) // g
+    first = floordiv(addresses, sector)
+    last = floordiv(addresses + jnp.asarray(size - 1, addresses.dtype), sector)
     return jnp.stack([first, last], axis=-1)
 
 
@@ -89,9 +89,9 @@ def _sectors_and_lines(addresses, size, active, arch: Arch, lanes):
     """
     keys = _touched_sectors(addresses, size, arch.sector_size).reshape(-1, lanes * 2)
     valid = jnp.repeat(active, 2).reshape(-1, lanes * 2)
-    first_valid = jnp.take_along_axis(keys, jnp.argmax(valid, axis=-1)[..., None], axis=-1)
+    first_valid = take_along(keys, jnp.argmax(valid, axis=-1)[..., None], axis=-1)
     sectors = jnp.sort(jnp.where(valid, keys, first_valid), axis=-1)
-    lines = sectors // jnp.asarray(arch.line_size // arch.sector_size, sectors.dtype)
+    lines = floordiv(sectors, arch.line_size // arch.sector_size)
     any_active = jnp.any(valid, axis=-1)
 
     def distinct(sorted_keys):
@@ -112,7 +112,7 @@ def _g80_half_warp(addresses: jax.Array, size: int, active: jax.Array, segment: 
     addresses: [H] any integer dtype; active: [H] bool. Returns (transactions, bytes), int32 scalars.
     """
     seg_bytes = jnp.asarray(segment, addresses.dtype)
-    seg = addresses // seg_bytes
+    seg = floordiv(addresses, segment)
     lo = (addresses - seg * seg_bytes).astype(jnp.int32)  # first byte within the segment
     hi = jnp.minimum(lo + (size - 1), segment - 1)  # last byte within the segment
     n = addresses.shape[0]
@@ -124,7 +124,7 @@ def _g80_half_warp(addresses: jax.Array, size: int, active: jax.Array, segment: 
     size_bytes = jnp.full((n,), segment, jnp.int32)
     window = segment // 2
     while window >= 32:  # static loop over at most two halvings
-        fits = (span_lo // window) == (span_hi // window)
+        fits = floordiv(span_lo, window) == floordiv(span_hi, window)
         size_bytes = jnp.where(fits, window, size_bytes)
         window //= 2
     transactions = jnp.sum(leader).astype(jnp.int32)

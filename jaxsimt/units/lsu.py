@@ -22,6 +22,7 @@ from jax import lax
 
 from jaxsimt import types as T
 from jaxsimt.types import DType
+from jaxsimt.units.intops import take_along
 
 _U = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}
 
@@ -289,7 +290,7 @@ def warp_shuffle_isa(vals, mode: str, b, c, lane):
     else:
         raise ValueError(f"shfl mode {mode!r}; expected one of up, down, bfly, idx")
     src = jnp.clip(jnp.where(valid, src, lane), 0, top)
-    return jnp.take_along_axis(vals, src, axis=-1), valid
+    return take_along(vals, src, axis=-1), valid
 
 
 def warp_shuffle(vals, mode: str, b, width, lane):

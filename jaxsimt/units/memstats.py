@@ -20,6 +20,7 @@ from jax import lax
 
 from jaxsimt.units import banks, coalescing
 from jaxsimt.arch import Arch
+from jaxsimt.units.intops import floordiv
 
 def _span_bitmap(keys, active):
     """Per warp: keys relative to the smallest active key, and whether they all fit in 64.
@@ -65,8 +66,8 @@ def _global_fast(keys, active, ratio: int):
     both = active & prev_on
     start = active & ~prev_on  # a range of active lanes begins
     new_key = start | (both & (keys != prev_key))
-    new_line = start | (both & (keys // ratio != prev_key // ratio))
-    ref = (keys[:, :1] // ratio) * ratio - SPAN // 2
+    new_line = start | (both & (floordiv(keys, ratio) != floordiv(prev_key, ratio)))
+    ref = floordiv(keys[:, :1], ratio) * ratio - SPAN // 2
     rel = keys - ref
     inside = (rel >= 0) & (rel < SPAN)
     n_key, n_line, up, down, starts, outside = _fields(new_key, new_line, both & (keys < prev_key),
@@ -98,7 +99,7 @@ def global_counts(arch: Arch, addr, nbytes: int, active, op: str):
         return exact(None)
     # Accesses are aligned to their size (<= a sector), so each touches exactly one sector; where every warp's
     # pattern has a shortcut the wave takes it, else the sorted sectors of every warp.
-    sec = (addr // arch.sector_size).astype(jnp.int32)  # int32: cheaper, and exact below 64 GiB
+    sec = floordiv(addr, arch.sector_size).astype(jnp.int32)  # int32: cheaper, and exact below 64 GiB
     requests, sectors, lines, covered = _global_fast(sec, active, ratio)
     return lax.cond(jnp.all(covered), lambda _: (requests, sectors, lines),
                     lambda _: _global_sorted(sec, active, ratio), None)
@@ -112,7 +113,7 @@ def _global_sorted(keys, active, ratio: int):
     k = jnp.sort(jnp.where(active, keys, none), axis=1)
     prev = jnp.concatenate([jnp.full((k.shape[0], 1), -1, jnp.int32), k[:, :-1]], axis=1)
     on = k != none
-    n_key, n_line = _fields(on & (k != prev), on & ((k // ratio) != prev // ratio))  # -1 // ratio is -1
+    n_key, n_line = _fields(on & (k != prev), on & (floordiv(k, ratio) != floordiv(prev, ratio)))  # -1 // ratio is -1
     return jnp.any(active, axis=1).astype(jnp.int32), n_key.astype(jnp.int32), n_line.astype(jnp.int32)
 
 
@@ -130,13 +131,13 @@ def shared_counts(arch: Arch, addr, nbytes: int, active):
         return exact(None)
     # Words within a 64-word span: word r and r + 32 (relative to the lowest) share a bank, nothing
     # else does, so the worst bank holds 2 distinct words exactly when both halves of the set overlap.
-    word_map, fits = _span_bitmap((addr // arch.bank_width).astype(jnp.int32), active)
+    word_map, fits = _span_bitmap(floordiv(addr, arch.bank_width).astype(jnp.int32), active)
 
     def fast(_):
         lo, hi = word_map & jnp.uint64(0xFFFFFFFF), word_map >> jnp.uint64(32)
         any_active = jnp.any(active, axis=1)
         wave = jnp.where(any_active, 1 + ((lo & hi) != 0).astype(jnp.int32), 0)
         distinct = _popcount(word_map)
-        return wave, wave - (distinct + nb - 1) // nb
+        return wave, wave - floordiv(distinct + nb - 1, nb)
 
     return lax.cond(jnp.all(fits), fast, exact, None)

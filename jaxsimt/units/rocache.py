@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxsimt.arch import Arch
+from jaxsimt.units.intops import floordiv, mod
 
 METRIC_LDG_HITS = "emulator__ro_cache_sector_hits.sum"
 METRIC_LDG_MISSES = "emulator__ro_cache_sector_misses.sum"
@@ -81,9 +82,9 @@ def warp_requests(cs: CacheShape, addr, nbytes: int, active):
     up when it is the first active lane of its warp touching that line; its sector bits are the union over
     the lanes touching the line."""
     L = addr.shape[-1]
-    line = addr // cs.line
-    first_sec = (addr % cs.line) // cs.sector
-    last_sec = ((addr + nbytes - 1) % cs.line) // cs.sector
+    line = floordiv(addr, cs.line)
+    first_sec = floordiv(mod(addr, cs.line), cs.sector)
+    last_sec = floordiv(mod(addr + nbytes - 1, cs.line), cs.sector)
     nsec = cs.line // cs.sector
     k = jnp.arange(nsec, dtype=jnp.int64)
     bits = jnp.sum(jnp.where((k >= first_sec[..., None]) & (k <= last_sec[..., None]),
@@ -107,7 +108,7 @@ def access(cache: Cache, cs: CacheShape, addr, nbytes: int, active, warps_per_bl
     def one(carry, x):
         c, hits, misses = carry
         key, bits, go = x
-        s = (key % cs.sets).astype(jnp.int32)
+        s = mod(key, cs.sets).astype(jnp.int32)
         tags, valid, age = c.tags[rows, s], c.valid[rows, s], c.age[rows, s]  # [C, A]
         match = tags == key[:, None]
         hit = jnp.any(match, axis=1)

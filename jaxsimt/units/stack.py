@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 from jax import lax
+from jaxsimt.units.intops import take_along
 
 
 class Stack(NamedTuple):
@@ -48,7 +49,7 @@ def _top_index(st: Stack):
 def top(st: Stack):
     """(pc, rpc, mask) of each warp's top entry, [W] each (meaningless where sp == 0)."""
     t = _top_index(st)[:, None]
-    take = lambda a: jnp.take_along_axis(a, t, axis=1)[:, 0]  # noqa: E731
+    take = lambda a: take_along(a, t, axis=1)[:, 0]  # noqa: E731
     return take(st.pc), take(st.rpc), take(st.mask)
 
 
