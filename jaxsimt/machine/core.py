@@ -19,8 +19,10 @@ item (`Machine.tally`) as they are counted.
 """
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
+import gc
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
@@ -589,6 +591,20 @@ def _has_compile_option(name: str) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def _no_gc():
+    """Python's cycle collector paused: tracing a machine allocates hundreds of thousands of small objects, and
+    the collections they trigger took about a tenth of the tracing time while freeing nothing (JAX's traces
+    hold no garbage cycles until they are done)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def device_table(x, dtype=None):
     """A host table (a list or numpy array) as a device array: a transfer, where `jnp.asarray` compiles a small
     program for every new shape (about 10 ms each, dozens per kernel set-up)."""
@@ -628,7 +644,8 @@ def record_fault(fault: Fault, code: int, pc, bad, addr, wave) -> Fault:
 
     def first(_):
         flat = jnp.argmax(bad.reshape(-1))
-        return Fault.of(code, wave, pc, floordiv(flat, L), mod(flat, L), jnp.broadcast_to(addr, bad.shape).reshape(-1)[flat])
+        return Fault.of(code, wave, pc, floordiv(flat, L), mod(flat, L),
+                        jnp.broadcast_to(addr, bad.shape).reshape(-1)[flat])
 
     # the search for the faulting lane runs only when there is a new fault (almost never)
     return lax.cond(jnp.any(bad) & (fault.code == errors.NONE), first, lambda _: fault, None)
@@ -961,8 +978,9 @@ class Machine:
             key = tuple((jnp.shape(x), jnp.result_type(x)) for x in jax.tree_util.tree_leaves((gmem, counters, dyn)))
             self._compiled = self._executables.get(key)
             if self._compiled is None:
-                self._compiled = self._jitted.lower(gmem, counters, wave, dyn, zero).compile(
-                    compiler_options=compiler_options(self.options.optimize))
+                with _no_gc():
+                    lowered = self._jitted.lower(gmem, counters, wave, dyn, zero)
+                self._compiled = lowered.compile(compiler_options=compiler_options(self.options.optimize))
                 self._executables[key] = self._compiled
                 self.compiles += 1
             return self._compiled(gmem, counters, wave, dyn, zero)
@@ -1242,30 +1260,35 @@ class Machine:
                 dyn, operands)
         if self.defers_counts:
             _, fns = self._with_records(fns, args)
-        ws, mem, fault, cache, findings, pending, taken, records = (
-            lax.switch(self.branch_of[b], fns, *args) if len(fns) > 1 else fns[0](*args))
-        regs = tuple(self.write_back(r, rows, vals) for r, (rows, vals) in zip(s.regs, ws))
+        # the phases as named scopes: XLA's instructions keep the name (compile-time and profile breakdowns)
+        with jax.named_scope("execute"):
+            ws, mem, fault, cache, findings, pending, taken, records = (
+                lax.switch(self.branch_of[b], fns, *args) if len(fns) > 1 else fns[0](*args))
+            regs = tuple(self.write_back(r, rows, vals) for r, (rows, vals) in zip(s.regs, ws))
         s = s._replace(regs=regs, mem=mem, fault=fault, cache=cache, findings=findings)
         if pending:
             s = s._replace(shadow=self.record_loads(s.shadow, s.findings, pending))
-        s, stored = self._memory_stage(b, s, active, wave, dyn)
+        with jax.named_scope("memory"):
+            s, stored = self._memory_stage(b, s, active, wave, dyn)
         if records or stored:
             records = {shape: memcounts.concat(records.get(shape), stored.get(shape))
                        for shape in set(records) | set(stored)}
-            mem, cache = self.count_records(s.mem, s.cache, records, self.item_of_warp(wave, dyn))
+            with jax.named_scope("counters"):
+                mem, cache = self.count_records(s.mem, s.cache, records, self.item_of_warp(wave, dyn))
             s = s._replace(mem=mem, cache=cache)
         return s, taken
 
     # -- the shared part of a step: scheduling, terminators, stacks, barriers --
     def _step(self, s: State, wave, dyn: Dyn, fns) -> State:
         g, NB = self.geo, self.NB
-        top_pc, _, top_mask = stack.top(s.stack)
-        alive = s.stack.sp > 0
-        ready = alive & ~s.waiting
-        b = pick_block(top_pc, ready, s.age, NB)
-        sel = ready & (top_pc == b)
-        mask = jnp.where(sel, top_mask & ~s.exited, jnp.uint32(0))
-        active = self.unpack(mask)
+        with jax.named_scope("schedule"):
+            top_pc, _, top_mask = stack.top(s.stack)
+            alive = s.stack.sp > 0
+            ready = alive & ~s.waiting
+            b = pick_block(top_pc, ready, s.age, NB)
+            sel = ready & (top_pc == b)
+            mask = jnp.where(sel, top_mask & ~s.exited, jnp.uint32(0))
+            active = self.unpack(mask)
 
         item = self.item_of_warp(wave, dyn)
         if s.findings:

@@ -132,7 +132,8 @@ def count_records(arch: Arch, mem, shape: Shape, rec: Records, item):
     one wave of K x W warps (slots without lanes count nothing)."""
     K, W, L = rec.ok.shape
     cols, rows = counts(arch, shape, rec.addr.reshape(K * W, L), rec.ok.reshape(K * W, L))
-    add = jnp.stack([tally(r.reshape(K, W), item, mem.shape[0]) for r in rows], axis=-1)  # [K, I, C]
+    # one reduction for every column at once (each is a loop XLA compiles on its own)
+    add = jnp.moveaxis(tally(jnp.stack(rows).reshape(len(rows), K, W), item, mem.shape[0]), 0, -1)  # [K, I, C]
     return mem.at[:, rec.pcs[:, None], jnp.asarray(cols)[None, :]].add(jnp.moveaxis(add, 1, 0))
 
 
