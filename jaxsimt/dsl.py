@@ -680,7 +680,7 @@ def shfl_xor_sync(value: Value, lane_mask, width: int = 32, mask: int = FULL_MAS
 def _vote(mode, p, mask) -> Value:
     b = _builder()
     r = b.reg(T.u32 if mode == "ballot" else T.pred)
-    b.emit("vote", [r], [_operand(p, T.pred)], mode=mode, membermask=int(mask))
+    b.emit("vote", [r], [_operand(p, T.pred), Imm(int(mask) & 0xFFFFFFFF, T.u32)], mode=mode)
     return Value(r)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 
+import numpy as np
 import pytest
 
 import jaxsimt
@@ -77,7 +78,7 @@ def test_ptx_and_dsl_shuffles_have_one_member_mask():
 
 @pytest.mark.parametrize("body,op,mask", [
     ("redux.sync.add.u32 %r1, %r2, 0x0000000f;", "ptx.redux", 0xF),
-    ("vote.sync.ballot.b32 %r1, %p1, 0x000000ff;", "ptx.vote", 0xFF),
+    ("vote.sync.ballot.b32 %r1, %p1, 0x000000ff;", "vote", 0xFF),
     ("bar.warp.sync 0x00ff00ff;", "warpsync", 0x00FF00FF),
 ])
 def test_warp_synchronous_ops_and_their_masks(body, op, mask):
@@ -97,3 +98,21 @@ def test_an_op_outside_the_table_is_named():
     from jaxsimt.program import Instr
     with pytest.raises(NotImplementedError, match="'frobnicate' .* not in the instruction table"):
         isa.spec(Instr("frobnicate", (), ()))
+
+
+@jaxsimt.kernel
+def _partial_vote(out: jaxsimt.Ptr[jaxsimt.u32]):
+    t = jaxsimt.threadIdx.x
+    out[t] = jaxsimt.ballot_sync(t > 3, 0x0000FFFF)
+
+
+def test_dsl_and_ptx_share_one_vote_and_one_sreg():
+    """Both front ends emit the table's one `vote` (member mask an operand) and one `sreg` entry."""
+    ptx = {i.operation.op: i for i in _one("vote.sync.ballot.b32 %r1, %p1, 0x0000ffff;\n mov.u32 %r2, %lanemask_lt;\n"
+                                           " mov.u32 %r3, %tid.x;")}
+    dsl = {i.operation.op: i for b in _partial_vote.program.blocks for i in b.instrs}
+    for ops in (ptx, dsl):
+        assert {"vote", "sreg"} <= set(ops) and not {o for o in ops if o.startswith("ptx.") and o != "ptx.guard"}
+        assert isa.member_mask(ops["vote"]) == 0xFFFF
+    r = jaxsimt.launch(_partial_vote, 1, 32, (np.zeros(32, np.uint32),))
+    assert set(np.asarray(r["out"]).tolist()) == {sum(1 << i for i in range(4, 16))}

@@ -333,19 +333,6 @@ class _Exec:
         k = [q.index for q in self.m.program.params if not q.is_pointer].index(index)
         return jnp.asarray(self.dyn.scalars[k])[self.item, None]
 
-    def vote(self, ins: Instr):
-        p = self.read(ins.src[0]).astype(bool)
-        member = ((jnp.uint32(ins.attr("membermask")) >> self.m.lane_u32) & 1).astype(bool)[None, :]
-        part = self.active & member
-        mode = ins.attr("mode")
-        if mode == "ballot":
-            return self.m.pack(p & part)[:, None]
-        if mode == "all":
-            return jnp.all(p | ~part, axis=1, keepdims=True)
-        if mode == "any":
-            return jnp.any(p & part, axis=1, keepdims=True)
-        raise NotImplementedError(mode)
-
     def address(self, ins: Instr, nbytes: int, pc: int, space=None, raw=None, act=None):
         """Resolve a memory instruction's per-lane address.
 
@@ -658,6 +645,11 @@ def record_fault(fault: Fault, code: int, pc, bad, addr, wave) -> Fault:
 
 class Machine:
     """A program bound to a wave shape and memory sizes; `run_wave` is the compiled run of one wave."""
+
+    # the special registers the launch's geometry defines (`special`); the others PTX names (lane masks,
+    # shared-memory sizes, clocks, ...) are computed by `ptxops.sreg`
+    LAUNCH_SREGS = frozenset(f"{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid") for c in "xyz") | {
+        "laneid", "warpid", "gtid"}
 
     # Accesses are counted in a stage after the step's block, compiled once per access shape (False: where each
     # runs, the coalescer and bank model compiled at every memory instruction). The stage compiles ~2x faster
@@ -1028,6 +1020,7 @@ class Machine:
         return self.pack(ok)
 
     def special(self, name: str, wave, dyn: Dyn):
+        """[W, L] int32: the special register `name` (one of `LAUNCH_SREGS`: the launch's geometry) of every lane."""
         g = self.geo
         bx, by, bz = g.block
         gx, gy, gz = dyn.grid[0], dyn.grid[1], dyn.grid[2]

@@ -559,7 +559,7 @@ class _Lowerer:
                       type=r.dtype.name, addr_of="local")
         elif name == "WARP_SZ":
             # PTX's predefined constant (the samples' `warpSize` compiles to it), not a module variable
-            self.emit("ptx.sreg", [r], [], loc, name="warp_size")
+            self.emit("sreg", [r], [], loc, name="warp_size")
         else:
             self.fail(ins, f"address of {name} (not a shared, const, global or local variable)")
 
@@ -571,10 +571,10 @@ class _Lowerer:
             self.emit("sreg", [r], [], loc, name=name)
         elif name.startswith("lanemask_") or name in ("nwarpid", "smid", "nsmid", "gridid", "clock", "clock64",
                                                      "clock_hi", "globaltimer", "globaltimer_lo", "globaltimer_hi"):
-            self.emit("ptx.sreg", [r], [], loc, name=name)
+            self.emit("sreg", [r], [], loc, name=name)
         elif name in ("dynamic_smem_size", "total_smem_size", "aggr_smem_size"):
             v = self.dynamic_smem if name == "dynamic_smem_size" else self.shared_bytes
-            self.emit("ptx.sreg", [r], [], loc, name=name, value=v)
+            self.emit("sreg", [r], [], loc, name=name, value=v)
         else:
             self.fail(ins, f"special register %{name} not supported")
 
@@ -858,7 +858,7 @@ class _Lowerer:
             neg, p = True, p.reg
         mm = ops[2] if len(ops) > 2 else ast.Imm(-1, False, "-1")
         d = self.dst(ops[0], ctx, ins)
-        self.emit("ptx.vote", [d], [self.src(p, ctx, T.pred, ins, loc), self.src(mm, ctx, T.u32, ins, loc)], loc,
+        self.emit("vote", [d], [self.src(p, ctx, T.pred, ins, loc), self.src(mm, ctx, T.u32, ins, loc)], loc,
                   mode=mode, negate=neg)
 
     def warp_collective(self, ins, ctx, loc):

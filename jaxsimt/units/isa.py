@@ -66,7 +66,13 @@ def _alu(ex, ins, pc):
 
 
 def _sreg(ex, ins, pc):
-    ex.write(ins.dst[0], ex.m.special(ins.attr("name"), ex.wave, ex.dyn))
+    """A special register, for both front ends: the launch's geometry from the machine (`Machine.special`), the
+    others PTX names (lane masks, %nwarpid, shared-memory sizes, %WARP_SZ, clocks) from `ptxops.sreg`."""
+    name = ins.attr("name")
+    if name in ex.m.LAUNCH_SREGS:
+        ex.write(ins.dst[0], ex.m.special(name, ex.wave, ex.dyn))
+    else:
+        ptxops.sreg(ex, ins, pc)
 
 
 def _param(ex, ins, pc):
@@ -86,10 +92,6 @@ def _shfl(ex, ins, pc):
     val, _ = lsu.warp_shuffle(ex.read(ins.src[0]), ins.attr("mode"), ex.read(ins.src[1]), ex.read(ins.src[2]),
                               ex.m.lane[None, :])
     ex.write(ins.dst[0], val)
-
-
-def _vote(ex, ins, pc):
-    ex.write(ins.dst[0], ex.vote(ins))
 
 
 def _warpsync(ex, ins, pc):
@@ -148,7 +150,9 @@ _ENTRIES = (
         Op("atom", _memory, _space_class, memory="atomic", feeds=frozenset({"memory"})),
         Op("tex2d", texture.tex2d, "alu", memory="read", feeds=frozenset({"texture"})),
         Op("shfl", _shfl, "shuffle", warp_sync=True, mask=_attr_mask),
-        Op("vote", _vote, "shuffle", warp_sync=True, mask=_attr_mask),
+        # vote.sync d, p, membermask (both front ends: `__all_sync` & co. pass their mask as an immediate); classed
+        # as the PTX lowering's was calibrated, VOTE being an integer-pipe instruction
+        Op("vote", ptxops.vote, "alu", warp_sync=True, mask=_src_mask(1)),
         Op("warpsync", _warpsync, "alu", warp_sync=True, mask=_attr_mask, orders_warp=True),
         Op("cvta", generic.cvta),
         Op("isspacep", generic.isspacep),
@@ -171,9 +175,8 @@ _ENTRIES = (
         ("bfind", "bfind"), ("prmt", "prmt"), ("lop3", "lop3"), ("shf", "shf"), ("cnot", "cnot"),
         ("farith", "farith"), ("minmax", "minmax"), ("copysign", "copysign"), ("testp", "testp"),
         ("funary", "funary"), ("cvt", "cvt"), ("pack", "pack"), ("unpack", "unpack"), ("x2", "x2"),
-        ("setp", "setp"), ("sreg", "sreg"), ("activemask", "activemask"))]
-    + [Op("ptx.vote", ptxops.vote, warp_sync=True, mask=_src_mask(1)),
-       Op("ptx.shfl", ptxops.shfl, warp_sync=True, mask=_attr_mask),
+        ("setp", "setp"), ("activemask", "activemask"))]
+    + [Op("ptx.shfl", ptxops.shfl, warp_sync=True, mask=_attr_mask),
        Op("ptx.redux", ptxops.redux, warp_sync=True, mask=_src_mask(1)),
        Op("ptx.match", ptxops.match, warp_sync=True, mask=_src_mask(1))]
 )
