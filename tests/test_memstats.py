@@ -1,6 +1,6 @@
 """The wave-wide memory counters (`jaxsimt.units.memstats`) against per-warp sets of sectors and lines computed in
 Python: every shortcut (non-decreasing lanes, 64-sector spans) gives the exact model's numbers, and waves
-that no shortcut covers take the exact model."""
+that no shortcut covers take the exact model; the shared-memory counts against the per-warp bank model."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -86,3 +86,50 @@ _mask = st.one_of(st.integers(0, 2 ** 32 - 1).map(lambda m: (m >> lane) & 1 == 1
 def test_wave_counts_equal_per_warp_sets(warps, nbytes):
     addr = BASE + np.stack([_lanes(k, p, s, nbytes) for (k, p, s), _ in warps])
     check(addr, np.stack([m for _, m in warps]), nbytes)
+
+
+# Shared memory: the wave's counts (the 64-word span shortcut, else the per-warp model) against the per-warp bank model
+
+_shared = jax.jit(memstats.shared_counts, static_argnums=(0, 2))
+
+
+def shared_check(offsets, active, nbytes):
+    """offsets [W, L] byte offsets in the shared window; the wave's (wavefronts, conflicts) against
+    `banks.bank_access` warp by warp."""
+    from jaxsimt.units import banks
+    offsets, active = np.asarray(offsets, np.int64), np.asarray(active, bool)
+    with jax.enable_x64(True):
+        got = np.stack([np.asarray(x) for x in _shared(H200, jnp.asarray(offsets), nbytes, jnp.asarray(active))], 1)
+        want = [banks.bank_access(H200, jnp.asarray(o), nbytes, jnp.asarray(m)) for o, m in zip(offsets, active)]
+    np.testing.assert_array_equal(got, np.asarray([[int(b.wavefronts), int(b.conflicts)] for b in want]))
+
+
+def test_shared_strides_beyond_a_span():
+    """Strides of 32 words (every lane in one bank: 32 wavefronts), 33 (all banks: 1), 64 and 2 words (two words
+    in each of 16 banks: 2 wavefronts, 1 conflict), and a broadcast, in one wave: the first three lie beyond the
+    64-word span the shortcut covers."""
+    rows = [4 * 32 * lane, 4 * 33 * lane, 4 * 64 * lane, 4 * 2 * lane, np.full(L, 40)]
+    shared_check(np.stack(rows), np.ones((len(rows), L), bool), 4)
+    with jax.enable_x64(True):
+        waves, conflicts = _shared(H200, jnp.asarray(np.stack(rows)), 4, jnp.ones((len(rows), L), bool))
+    assert np.asarray(waves).tolist() == [32, 1, 32, 2, 1] and np.asarray(conflicts).tolist() == [31, 0, 31, 1, 0]
+
+
+_swarp = st.one_of(
+    st.tuples(st.just("stride"), st.integers(-70, 70), st.integers(1 << 12, 1 << 13)),
+    st.tuples(st.just("window"), st.integers(0, 2 ** 32 - 1), st.sampled_from([16, 64, 100, 4096])),
+)
+
+
+def _shared_lanes(kind, p, q, nbytes):
+    if kind == "stride":  # p words apart from word q
+        return 4 * (q + p * lane)
+    rng = np.random.default_rng(p)  # random words of a window of q words, at any aligned byte of the word
+    return 4 * rng.integers(0, q, L) + nbytes * rng.integers(0, 4 // nbytes, L)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_swarp, _mask), min_size=1, max_size=6), st.sampled_from([1, 2, 4]))
+def test_shared_wave_counts_equal_the_per_warp_model(warps, nbytes):
+    offsets = np.stack([_shared_lanes(k, p, q, nbytes) for (k, p, q), _ in warps])
+    shared_check(offsets, np.stack([m for _, m in warps]), nbytes)
