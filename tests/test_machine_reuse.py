@@ -98,3 +98,30 @@ def test_shrinking_grids_run_on_the_first_launchs_machine():
     r = js.launch(scale, 1, 64, [x, np.float32(2.0), np.int32(64)], counters=False)
     assert r.compiles == 0 and r["x"][:64].tolist() == (x[:64] * 2).tolist()
     assert sorted(m.geo.ctas_per_wave for m in scale.program.__dict__["_machines"].values()) == [16, 1024]
+
+
+def test_growing_grids_compile_twice_and_a_smaller_memory_reuses_the_machine():
+    """Grids that grow one block at a time (Needleman-Wunsch's diagonals) compile for the first and, once it is
+    outgrown, for `GROWTH_HEADROOM` times the grid: twice for 1..8 blocks, not once per power of two. A later
+    launch with a much smaller memory image (a reduction's pass over its partial sums) runs on the same machine
+    while the image it pads to stays within `REUSE_WORDS`."""
+    from jaxsimt.run.launch import GROWTH_HEADROOM, REUSE_WORDS
+
+    @js.kernel
+    def add1(x: Ptr[f32], n: js.s32):
+        i = js.global_thread_index()
+        with js.if_(i < n):
+            x[i] = x[i] + 1.0
+
+    compiles = []
+    for blocks in range(1, 9):
+        x = np.arange(blocks * 32, dtype=np.float32)
+        r = js.launch(add1, blocks, 32, [x, np.int32(blocks * 32)], counters=False)
+        np.testing.assert_array_equal(r["x"], x + 1)
+        compiles.append(r.compiles)
+    assert GROWTH_HEADROOM >= 4 and compiles == [1, 1, 0, 0, 0, 0, 0, 0]
+    big = np.zeros(8 * 32 * 64, np.float32)  # a memory image 64 times the first launches', within REUSE_WORDS
+    assert big.size < REUSE_WORDS
+    assert js.launch(add1, 8, 32, [big, np.int32(256)], counters=False).compiles == 1
+    r = js.launch(add1, 1, 32, [np.ones(32, np.float32), np.int32(32)], counters=False)
+    assert r.compiles == 0 and r["x"].tolist() == [2.0] * 32

@@ -6,6 +6,7 @@ one launch may not depend on each other's order), each wave one compiled `Machin
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -230,15 +231,24 @@ def _machine(prog: Program, geo: Geometry, layout: Layout, options: Options, mod
 # elimination) then compiles once, while a wave far larger than the work would make every step cost more.
 REUSE_FACTOR = 8
 REUSE_THREADS = 16384  # ... or up to this many threads, where a step costs little whatever its warps
+REUSE_WORDS = 1 << 20  # ... and a memory image up to this many words (4 MiB) however small the launch's: padding
+# it costs a copy of a few MiB per launch, a new machine seconds of compilation (a reduction's second pass over
+# its partial sums, after a first pass over the whole input)
+# A launch whose grid outgrows every machine of its kernel so far gets one with this many times the blocks it
+# asks for (up to REUSE_THREADS threads, within the device's wave size): a driver whose grids grow
+# (Needleman-Wunsch's diagonals: 1, 2, 3, ... blocks) compiles twice instead of once per power of two. Only after
+# growth is seen: padding every first launch made long single-block kernels (LU's diagonal) slower by more than
+# a compile.
+GROWTH_HEADROOM = 8
 
 
 def reusable_shape(prog: Program, mode: str, geo: Geometry, layout: Layout, options: Options,
                    auto_optimize: bool, most_blocks: Optional[int] = None) -> tuple:
     """(geometry, layout, options) of the launch: those of the smallest machine of `prog` already built whose
     wave holds `geo`'s blocks (within REUSE_FACTOR, or REUSE_THREADS threads, and at most `most_blocks`: what
-    the local frames allow) and whose memory holds `layout`'s (within REUSE_FACTOR), with the same block,
-    stack, frames and options (the optimisation level too unless it was left to the launch); else the ones
-    asked."""
+    the local frames allow) and whose memory holds `layout`'s (within REUSE_FACTOR, or REUSE_WORDS words), with
+    the same block, stack, frames and options (the optimisation level too unless it was left to the launch);
+    else the ones asked (the same objects)."""
     best = None
     most = max(REUSE_FACTOR * geo.ctas_per_wave, REUSE_THREADS // max(geo.threads_per_block * geo.items, 1))
     if most_blocks is not None:
@@ -247,13 +257,23 @@ def reusable_shape(prog: Program, mode: str, geo: Geometry, layout: Layout, opti
         if (md != mode or g.block != geo.block or g.warp_size != geo.warp_size or g.depth != geo.depth
                 or g.items != geo.items or not geo.ctas_per_wave <= g.ctas_per_wave <= most
                 or lay.shared_words != layout.shared_words or lay.local_words != layout.local_words
-                or not layout.global_words <= lay.global_words <= REUSE_FACTOR * layout.global_words
+                or not layout.global_words <= lay.global_words <= max(REUSE_FACTOR * layout.global_words,
+                                                                      REUSE_WORDS)
                 or o != (options._replace(optimize=o.optimize) if auto_optimize else options)):
             continue
         cost = (g.ctas_per_wave, lay.global_words)
         if best is None or cost < best[0]:
             best = (cost, (g, lay, o))
     return (geo, layout, options) if best is None else best[1]
+
+
+def outgrown(prog: Program, mode: str, geo: Geometry, layout: Layout) -> bool:
+    """Whether `prog` already has a machine like `geo`'s (mode, block, stack, items, shared and local memory) but
+    with a smaller wave: the launch's grid has grown past it."""
+    return any(md == mode and g.block == geo.block and g.warp_size == geo.warp_size and g.depth == geo.depth
+               and g.items == geo.items and g.ctas_per_wave < geo.ctas_per_wave
+               and lay.shared_words == layout.shared_words and lay.local_words == layout.local_words
+               for (g, lay, _, md) in prog.__dict__.get("_machines", {}))
 
 
 def check_mode(prog: Program, arch: Arch, mode: str) -> None:
@@ -354,7 +374,8 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     per_wave = (default_threads_per_wave(prog, local_bytes, tpb) if devices is None and not trace
                 else DEFAULT_THREADS_PER_WAVE)
     cpw = blocks_per_wave or max(1, per_wave // (wpb * arch.warp_size))
-    cpw = min(_pow2(cpw), _pow2(fused.size)) if blocks_per_wave is None else min(cpw, fused.size)
+    most_cpw = _pow2(cpw)  # what the device's wave size allows
+    cpw = min(most_cpw, _pow2(fused.size)) if blocks_per_wave is None else min(cpw, fused.size)
     # every thread of a wave holds its local frame: fewer blocks per wave for large frames
     local_most = LOCAL_BYTES_PER_WAVE // (wpb * arch.warp_size * local_bytes) if local_bytes else None
     while blocks_per_wave is None and cpw > 1 and local_most is not None and cpw > local_most:
@@ -387,7 +408,13 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                       collect=bool(collect))
     geo = Geometry(block, arch.warp_size, cpw, stack_depth, n_items)
     if blocks_per_wave is None and machine is None and devices is None and not trace:
+        asked = geo
         geo, layout, options = reusable_shape(prog, mode, geo, layout, options, auto_optimize, local_most)
+        if geo is asked and outgrown(prog, mode, geo, layout):
+            # headroom while a wave stays cheap to step (REUSE_THREADS), never past what the device allows
+            room = _pow2(max(1, REUSE_THREADS // (wpb * arch.warp_size)))
+            grown = min(most_cpw, cpw * GROWTH_HEADROOM, room, most_cpw if local_most is None else local_most)
+            geo = dataclasses.replace(geo, ctas_per_wave=max(cpw, grown))
         cpw, words = geo.ctas_per_wave, layout.global_words
     n_waves = -(-fused.size // cpw)
     max_steps = int(default_max_steps(prog, cpw * wpb) if default_budget else max_steps)
