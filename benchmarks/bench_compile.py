@@ -65,8 +65,7 @@ class Recorder:
         rec = self
 
         def run_wave(m, gmem, counters, wave, dyn, zero):
-            key = tuple((jax.numpy.shape(x), jax.numpy.result_type(x))
-                        for x in jax.tree_util.tree_leaves((gmem, counters, dyn)))
+            key = m.executable_key(gmem, counters, dyn)
             if key not in m._executables:
                 with core._no_gc():  # as the machine traces
                     t0 = time.perf_counter()
@@ -118,7 +117,8 @@ def main(argv=None):
           + " ".join(f"{c:>11s}" for c in cols))
     for r in rows:
         print(f"{r['case']:32s} {r['waves']:5d} {r['first_call_s']:8.2f} {r['trace_s']:8.2f} {r['lower_s']:8.2f} "
-              f"{r['compile_s']:7.2f} {r['instructions']:7d}  " + " ".join(f"{r['phases'].get(c, 0):11d}" for c in cols))
+              f"{r['compile_s']:7.2f} {r['instructions']:7d}  "
+              + " ".join(f"{r['phases'].get(c, 0):11d}" for c in cols))
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump({"machine": f"{platform.node()} ({os.cpu_count()} cores)", "jax": jax.__version__, "rows": rows},

@@ -215,10 +215,9 @@ def kernels_of(program: str, arch: str = "h200") -> list[str]:
 @functools.lru_cache(maxsize=None)
 def timing_micro(arch: str = "h200") -> dict[str, dict]:
     """name -> {'value', 'unit', 'param', 'detail'}: the timing model's micro-benchmarks
-    (`jaxsimt/kernels/cuda/micro_timing.cu`, `timing_micro/micro_timing.jsonl` and `atomics.jsonl`): latencies in
-    cycles, rates per SM
-    or per chip, empty-kernel launch times in microseconds; `param` names the `arch.Timing` field a
-    measurement gives (empty where it gives none)."""
+    (`jaxsimt/kernels/cuda/micro_timing.cu`, `timing_micro/micro_timing.jsonl` and `atomics.jsonl`): latencies
+    in cycles, rates per SM or per chip, empty-kernel launch times in microseconds; `param` names the
+    `arch.Timing` field a measurement gives (empty where it gives none)."""
     out = {}
     text = _text(arch, "timing_micro/micro_timing.jsonl")
     try:  # the global atomics, measured in a later run

@@ -967,7 +967,7 @@ class Machine:
         if not jax.config.jax_disable_jit:
             # one executable per argument shape: launches of one machine differ in their block tables' length
             # (the number of waves)
-            key = tuple((jnp.shape(x), jnp.result_type(x)) for x in jax.tree_util.tree_leaves((gmem, counters, dyn)))
+            key = self.executable_key(gmem, counters, dyn)
             self._compiled = self._executables.get(key)
             if self._compiled is None:
                 with _no_gc():
@@ -977,6 +977,11 @@ class Machine:
                 self.compiles += 1
             return self._compiled(gmem, counters, wave, dyn, zero)
         return self._run_wave(gmem, counters, wave, dyn, zero)
+
+    @staticmethod
+    def executable_key(gmem, counters, dyn: Dyn) -> tuple:
+        """What a wave's executable depends on besides the machine: its arguments' shapes and types."""
+        return tuple((jnp.shape(x), jnp.result_type(x)) for x in jax.tree_util.tree_leaves((gmem, counters, dyn)))
 
     # -- memory counters --
     def tally(self, x, item):
@@ -1027,9 +1032,12 @@ class Machine:
         t = self.thread_linear()
         c = self.cta_linear(wave, dyn)[:, None]
         vals = {
-            "tid.x": lambda: mod(t, bx), "tid.y": lambda: mod(floordiv(t, bx), by), "tid.z": lambda: floordiv(t, bx * by),
+            "tid.x": lambda: mod(t, bx), "tid.y": lambda: mod(floordiv(t, bx), by),
+            "tid.z": lambda: floordiv(t, bx * by),
             "ntid.x": lambda: bx, "ntid.y": lambda: by, "ntid.z": lambda: bz,
-            "ctaid.x": lambda: mod(c, gx, nonneg=True), "ctaid.y": lambda: mod(floordiv(c, gx, nonneg=True), gy, nonneg=True),
+            # block ids and grid sizes are non-negative: one truncating division each
+            "ctaid.x": lambda: mod(c, gx, nonneg=True),
+            "ctaid.y": lambda: mod(floordiv(c, gx, nonneg=True), gy, nonneg=True),
             "ctaid.z": lambda: floordiv(c, gx * gy, nonneg=True),
             "nctaid.x": lambda: gx, "nctaid.y": lambda: gy, "nctaid.z": lambda: gz,
             "laneid": lambda: self.lane[None, :], "warpid": lambda: self.warp_in_cta[:, None],

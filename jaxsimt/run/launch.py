@@ -242,6 +242,14 @@ REUSE_WORDS = 1 << 20  # ... and a memory image up to this many words (4 MiB) ho
 GROWTH_HEADROOM = 8
 
 
+def _same_kind(g: Geometry, lay: Layout, md: str, geo: Geometry, layout: Layout, mode: str) -> bool:
+    """Whether a built machine (g, lay, md) runs launches of `geo`/`layout`/`mode`'s kind: the same mode, block,
+    warp size, stack, batch items and shared and local frames (its wave and global memory may differ)."""
+    return (md == mode and g.block == geo.block and g.warp_size == geo.warp_size and g.depth == geo.depth
+            and g.items == geo.items and lay.shared_words == layout.shared_words
+            and lay.local_words == layout.local_words)
+
+
 def reusable_shape(prog: Program, mode: str, geo: Geometry, layout: Layout, options: Options,
                    auto_optimize: bool, most_blocks: Optional[int] = None) -> tuple:
     """(geometry, layout, options) of the launch: those of the smallest machine of `prog` already built whose
@@ -254,9 +262,7 @@ def reusable_shape(prog: Program, mode: str, geo: Geometry, layout: Layout, opti
     if most_blocks is not None:
         most = min(most, max(geo.ctas_per_wave, most_blocks))
     for (g, lay, o, md) in prog.__dict__.get("_machines", {}):
-        if (md != mode or g.block != geo.block or g.warp_size != geo.warp_size or g.depth != geo.depth
-                or g.items != geo.items or not geo.ctas_per_wave <= g.ctas_per_wave <= most
-                or lay.shared_words != layout.shared_words or lay.local_words != layout.local_words
+        if (not _same_kind(g, lay, md, geo, layout, mode) or not geo.ctas_per_wave <= g.ctas_per_wave <= most
                 or not layout.global_words <= lay.global_words <= max(REUSE_FACTOR * layout.global_words,
                                                                       REUSE_WORDS)
                 or o != (options._replace(optimize=o.optimize) if auto_optimize else options)):
@@ -270,9 +276,7 @@ def reusable_shape(prog: Program, mode: str, geo: Geometry, layout: Layout, opti
 def outgrown(prog: Program, mode: str, geo: Geometry, layout: Layout) -> bool:
     """Whether `prog` already has a machine like `geo`'s (mode, block, stack, items, shared and local memory) but
     with a smaller wave: the launch's grid has grown past it."""
-    return any(md == mode and g.block == geo.block and g.warp_size == geo.warp_size and g.depth == geo.depth
-               and g.items == geo.items and g.ctas_per_wave < geo.ctas_per_wave
-               and lay.shared_words == layout.shared_words and lay.local_words == layout.local_words
+    return any(_same_kind(g, lay, md, geo, layout, mode) and g.ctas_per_wave < geo.ctas_per_wave
                for (g, lay, _, md) in prog.__dict__.get("_machines", {}))
 
 

@@ -42,8 +42,9 @@ def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, re
     t.meta["n_ctas"] = n_ctas
     params = params if params is not None else params_of(arch)
     work = plan(t, arch, R, n_ctas, max_steps)
-    if _global_atomics(r.program):
-        work = dataclasses.replace(work, atomic_ops=atomic_hot_ops(r, ctas, n_ctas, arch))
+    agg = _global_atomics(r.program)
+    if agg:
+        work = dataclasses.replace(work, atomic_ops=atomic_hot_ops(r, ctas, n_ctas, arch, agg))
     out = run(work, params, policy, replay)
     return summarize(work, out, params, arch), t, work, out
 
@@ -61,13 +62,14 @@ def _global_atomics(prog: Program) -> dict:
     return out
 
 
-def atomic_hot_ops(result, ctas, n_ctas: int, arch: "Arch | str") -> float:
+def atomic_hot_ops(result, ctas, n_ctas: int, arch: "Arch | str", agg: Optional[dict] = None) -> float:
     """L2 operations of the launch's global atomics on their busiest sector, over the whole grid: counted on
     blocks `ctas` (the traced ones, replayed on an address probe) and scaled to the grid for a sector more
     than one of them touches (a counter the grid shares); a sector one block alone touches stays as counted.
-    A warp's aggregated atomic (AGGREGATED_OPS, one address) is one operation, any other one per lane."""
+    A warp's aggregated atomic (AGGREGATED_OPS, one address) is one operation, any other one per lane. agg: the
+    program's `_global_atomics` where the caller has it."""
     arch = get_arch(arch)
-    agg = _global_atomics(result.program)
+    agg = _global_atomics(result.program) if agg is None else agg
     wpb = -(-int(np.prod(result.block)) // arch.warp_size)
     sectors, blocks = [], []  # one entry per operation: its sector and the (wave-local) block issuing it
 
