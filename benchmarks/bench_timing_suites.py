@@ -2,7 +2,7 @@
 (jaxsimt/kernels/suites/) at its timing size, replayed with each set of timing parameters and compared with
 the H200's Nsight Compute time of the same launch (jaxsimt/data/h200/suites_timing/).
 
-    python benchmarks/bench_timing_suites.py [--cases suite.case ...] [--cache DIR] [--out PATH]
+    python benchmarks/bench_timing_suites.py [--cases suite.case ...] [--cache DIR] [--out PATH] [--l1 tags|footprint]
 
 Each program is traced in a process of its own (`calibrate.suite_sample`: one block for the launch's
 stats, then the blocks the replay needs; the whole grid never runs), its sample pickled into `--cache`
@@ -41,12 +41,12 @@ def param_sets(arch: str = "h200") -> dict:
             "microbench": calibrate.measured_start(arch)[0]}
 
 
-def _trace_one(name: str, cache: str) -> None:
+def _trace_one(name: str, cache: str, l1: str) -> None:
     """Trace one program into cache/<name>.pkl (or cache/<name>.err with why it failed)."""
     s, c = name.split(".", 1)
     t0 = time.perf_counter()
     try:
-        sample = calibrate.suite_sample(s, c)
+        sample = calibrate.suite_sample(s, c, l1=l1)
     except Exception as e:  # noqa: BLE001 - recorded; the other programs go on
         with open(os.path.join(cache, f"{name}.err"), "w") as f:
             f.write(f"{type(e).__name__}: {e}"[:2000])
@@ -55,13 +55,14 @@ def _trace_one(name: str, cache: str) -> None:
         pickle.dump({"sample": sample, "seconds": time.perf_counter() - t0}, f)
 
 
-def load(names, cache: str) -> tuple:
+def load(names, cache: str, l1: str = "tags") -> tuple:
     """({name: (Sample, trace seconds)}, {name: error}), tracing what the cache lacks, one process each."""
     got, failed = {}, {}
     for name in names:
         pkl, err = (os.path.join(cache, f"{name}.{x}") for x in ("pkl", "err"))
         if not os.path.exists(pkl) and not os.path.exists(err):
-            subprocess.run([sys.executable, os.path.abspath(__file__), "--trace-one", name, "--cache", cache],
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--trace-one", name, "--cache", cache,
+                            "--l1", l1],
                            capture_output=True, text=True)
         if os.path.exists(pkl):
             with open(pkl, "rb") as f:
@@ -86,15 +87,17 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", nargs="*", help="suite.case names (default: every program)")
     ap.add_argument("--cache", default="", help="folder of traced samples (default: a temporary one)")
     ap.add_argument("--out", help="JSON path (default benchmarks/results/timing_suites_cpu.json)")
+    ap.add_argument("--l1", default="tags", choices=("tags", "footprint"),
+                    help="where L1 hits come from (LaunchOptions.l1; a cache folder holds one model's samples)")
     ap.add_argument("--trace-one", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.trace_one:
-        _trace_one(a.trace_one, a.cache)
+        _trace_one(a.trace_one, a.cache, a.l1)
         return 0
     cache = a.cache or tempfile.mkdtemp(prefix="timing_suites_")
     os.makedirs(cache, exist_ok=True)
     names = a.cases or [f"{s}.{c}" for s, c in S.programs()]
-    got, failed = load(names, cache)
+    got, failed = load(names, cache, a.l1)
     samples = [got[n][0] for n in names if n in got]
     sets = param_sets()
     preds = {k: calibrate.evaluate(samples, p) for k, p in sets.items()}
@@ -125,7 +128,8 @@ def main(argv=None) -> int:
         print(f"{g:<14} {len(rs):>3} " + " ".join(f"{summary[g][k] or float('nan'):>14.1f}%" for k in sets))
     path = a.out or os.path.join(HERE, "results", "timing_suites_cpu.json")
     with open(path, "w") as f:
-        json.dump({"platform": platform.platform(), "jax": jax.__version__, "summary": summary, "rows": rows,
+        json.dump({"platform": platform.platform(), "jax": jax.__version__, "l1": a.l1, "summary": summary,
+                   "rows": rows,
                    "failed": failed, "params": {k: {p: float(v) for p, v in ps.items()} for k, ps in sets.items()}},
                   f, indent=1)
     print(f"wrote {path}")

@@ -123,18 +123,19 @@ def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str =
     return out
 
 
-def suite_sample(suite: str, case: str, arch: str = "h200") -> Sample:
+def suite_sample(suite: str, case: str, arch: str = "h200", l1: str = "tags") -> Sample:
     """The first launch of a program of the suite corpus at its timing size (`jaxsimt.kernels.suites`),
     traced without running its whole grid (`harness.first_launch(..., ctas=[0], timing=True)`: one block for
     the launch's stats, then the blocks the replay needs), with the H200's Nsight Compute cycles and time of
-    that launch (jaxsimt/data/h200/suites_timing/). Only the first launch: its inputs are the host's."""
+    that launch (jaxsimt/data/h200/suites_timing/). Only the first launch: its inputs are the host's. l1: the
+    L1 model (`LaunchOptions.l1`)."""
     from jaxsimt.kernels import suites as S
     from jaxsimt.kernels.suites import harness as H
 
     if get_arch(arch).name != "h200":
         raise ValueError(f"the suite corpus was timed on the h200, not on {arch}")
     ncu = H.timing_ncu()[(suite, case)][0]
-    r = H.first_launch(suite, case, S.module(suite).TIMING.get(case), ctas=[0], timing=True, arch=arch)
+    r = H.first_launch(suite, case, S.module(suite).TIMING.get(case), ctas=[0], timing=True, arch=arch, l1=l1)
     return Sample(f"{suite}.{case}", "suites", 0, _split("suites", 0, suite), r.timing["work"],
                   float(ncu["sm__cycles_active.max"]), float(ncu["gpu__time_duration.sum"]) * 1e-6)
 

@@ -18,6 +18,7 @@ from jaxsimt import errors
 from jaxsimt.units import constcache, isa, regbanks, rocache, texture
 from jaxsimt.machine import sanitizer
 from jaxsimt.run import validate_args
+from jaxsimt.timing import l1tags
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.units.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
 from jaxsimt.units.coalescing import METRIC_REQUESTS, METRIC_SECTORS
@@ -312,13 +313,16 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     opts = LaunchOptions.of(options, **kw)
     prog = _program_of(kernel)
     args = validate_args.bind(prog.name, [p.name for p in prog.params], args)
+    if opts.timing and opts.l1 not in l1tags.MODELS:
+        raise errors.ArgumentError(f"kernel {prog.name}: l1={opts.l1!r} is not an L1 model; the models are "
+                                   f"{', '.join(l1tags.MODELS)}")
     res = run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, opts.replace(timing=False))[0]
     res.inputs = {"kernel": kernel, "args": args, "regs": opts.regs, "local_bytes": opts.local_bytes,
                   "mode": opts.mode, "carveout": opts.carveout, "stack_depth": opts.stack_depth}
     if opts.timing:
         from jaxsimt.run import launch_timing
         res.timing = launch_timing.attach(res, kernel, args, regs=opts.regs, local_bytes=opts.local_bytes,
-                                         mode=opts.mode)
+                                         mode=opts.mode, l1=opts.l1)
     return res
 
 

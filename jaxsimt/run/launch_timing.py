@@ -9,14 +9,14 @@ from typing import Optional
 import numpy as np
 
 from jaxsimt import types as T
-from jaxsimt.timing import cost
+from jaxsimt.timing import cost, l1tags
 from jaxsimt.timing import trace as tr
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.program import Program, Reg
 from jaxsimt.run import addresses
 from jaxsimt.run.launch import launch
 from jaxsimt.timing.replay import MAX_STEPS, params_of, plan, run, summarize, traced_blocks
-from jaxsimt.units import isa
+from jaxsimt.units import isa, occupancy, rocache
 
 # ptxas makes an atomic whose old value is never read a reduction (RED), and a warp's reduction whose active
 # lanes all name one address with an associative operation one operation by one lane (VOTE + POPC / REDUX
@@ -28,25 +28,81 @@ AGGREGATED_OPS = frozenset({"add", "min", "max", "and", "or", "xor"})
 def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, regs=None, local_bytes: int = 0,
                mode: str = "stack",
                params: Optional[dict] = None, policy: str = "gto", max_steps: int = MAX_STEPS,
-               footprint_bytes_per_block=None, dram_bytes=None, replay: str = "exact"):
+               footprint_bytes_per_block=None, dram_bytes=None, replay: str = "exact", l1: str = "tags"):
     """Trace a representative set of the launch's blocks (one more functional run, counters on) and replay
-    them. Returns (stats: cycles, predicted_ms, achieved occupancy, stall_*; the Trace; the Work; the
-    per-SM output)."""
+    them, with L1 hits from `l1` (one of `l1tags.MODELS`). Returns (stats: cycles, predicted_ms, achieved occupancy,
+    stall_*; the Trace; the Work; the per-SM output)."""
     arch = get_arch(arch)
     n_ctas = int(stats["launch__grid_size"])
     R = max(int(stats["active_blocks_per_sm"]), 1)
     ctas = traced_blocks(n_ctas, R, arch.num_sms)
     r = launch(kernel, grid, block, args, arch, regs=regs, trace=True, ctas=ctas.tolist(),
                blocks_per_wave=len(ctas), local_bytes=local_bytes, **({"mode": mode} if mode != "stack" else {}))
-    t = tr.from_launch(r, footprint_bytes_per_block, dram_bytes)
+    hits = misses = None
+    if l1 == "tags":
+        hits, misses = l1_hits(r, ctas, R, arch, stats)
+    t = tr.from_launch(r, footprint_bytes_per_block, dram_bytes,
+                       hit_l1=None if hits is None else l1tags.hit_fractions(hits, misses))
     t.meta["n_ctas"] = n_ctas
+    if hits is not None:
+        t.meta["l1_sector_hits"], t.meta["l1_sector_lookups"] = int(hits.sum()), int((hits + misses).sum())
     params = params if params is not None else params_of(arch)
     work = plan(t, arch, R, n_ctas, max_steps)
     agg = _global_atomics(r.program)
     if agg:
         work = dataclasses.replace(work, atomic_ops=atomic_hot_ops(r, ctas, n_ctas, arch, agg))
     out = run(work, params, policy, replay)
-    return summarize(work, out, params, arch), t, work, out
+    st = summarize(work, out, params, arch)
+    st[L1_HIT_RATE] = l1_hit_rate(t, r)
+    return st, t, work, out
+
+
+def global_loads(prog: Program) -> dict:
+    """{pc: whether it may hit and fill L1 (not an L2-only load)} of the program's global (and generic) loads."""
+    return {pc: ins.operation.attr("cache") != l1tags.L2_ONLY for pc, (_, ins) in enumerate(prog.instructions())
+            if isa.memory(ins) == "read" and ins.operation.attr("space", "global") in ("global", "generic")}
+
+
+L1_HIT_RATE = "timing__l1_global_load_hit_rate"  # the model's share of global-load sectors that hit L1
+
+
+def l1_hit_rate(t: tr.Trace, result) -> float:
+    """The share of the traced run's global-load sectors the trace's L1 model makes hits (`Trace.hit_l1`, each
+    load weighted by its sectors), to set beside Nsight Compute's
+    l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum / l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum."""
+    if "l1_sector_lookups" in t.meta:
+        return t.meta["l1_sector_hits"] / max(t.meta["l1_sector_lookups"], 1)
+    loads = list(global_loads(result.program))
+    sectors = np.asarray([float(result.per_instruction[pc].get("sectors", 0)) for pc in loads])
+    return float((t.hit_l1[loads] * sectors).sum() / sectors.sum()) if sectors.sum() > 0 else 0.0
+
+
+def l1_hits(result, ctas, blocks_per_sm: int, arch: "Arch | str", stats: dict) -> tuple:
+    """(sector hits [NI], sector misses [NI]) of the launch's global loads on one SM's L1 (`l1tags`): blocks
+    `ctas` (one SM's queue) replayed on an address probe, `blocks_per_sm` at a time, the L1 what the
+    shared-memory carve-out leaves (`l1_carveout`)."""
+    arch = get_arch(arch)
+    prog = result.program
+    cs = rocache.shape(arch, rocache.cache_bytes(arch, l1_carveout(result, arch, stats)))
+    loads = global_loads(prog)
+    wpb = -(-int(np.prod(result.block)) // arch.warp_size)
+    sink = l1tags.Collector(cs, loads, wpb, blocks_per_sm)
+    n = len(prog.instructions())
+    if not loads or not addresses.replay(result, ctas, sink, pcs=frozenset(loads)):
+        return np.zeros(n, np.int64), np.zeros(n, np.int64)
+    return l1tags.simulate(cs, sink.lookups(), n)
+
+
+def l1_carveout(result, arch: Arch, stats: dict) -> int:
+    """Shared-memory bytes per SM beside the L1: the launch's own carve-out where it asked for one, else the
+    smallest allowed carve-out that holds its resident blocks' shared memory (reservation included), so
+    that the rest is L1. (The H200's driver measured a little more: 32 KB for kernels without shared memory,
+    64 KB where 8 blocks need 24 KB; jaxsimt/data/h200/suites_cache/ladder_*.csv.)"""
+    if (result.inputs or {}).get("carveout") is not None:
+        return int(stats["launch__shared_mem_config_size"])
+    smem = int(stats.get("launch__shared_mem_per_block_static", 0))  # the program's, dynamic bytes included
+    per_block = int(occupancy.shared_memory_limit(arch, np.int32(smem), None, np)[1])
+    return int(occupancy.align_carveout(arch, max(int(stats["active_blocks_per_sm"]), 1) * per_block, np))
 
 
 def _global_atomics(prog: Program) -> dict:

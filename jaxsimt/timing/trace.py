@@ -14,10 +14,12 @@ source register slots per instruction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
 from jaxsimt.units import isa
+from jaxsimt.arch import get_arch
 from jaxsimt.program import BRANCH, Imm, Instr, Program, Reg
 
 # Timing classes (indices into the per-class latency / issue-interval tables of jaxsimt.timing.replay)
@@ -164,32 +166,33 @@ def streams(prog: Program, step_block: np.ndarray, step_mask: np.ndarray, max_le
 
 
 def memory_fractions(prog: Program, cls: np.ndarray, sectors_total: np.ndarray, footprint_sectors: float,
-                     dram_sectors: float):
+                     dram_sectors: float, hit_l1: Optional[np.ndarray] = None):
     """Cache estimates per instruction: (hit_l1 [NI], to_dram [NI]).
 
-    Without a cache simulator the model uses two launch-level footprints: `footprint_sectors`, the
-    distinct sectors one block touches (an L1 hit is a sector the block touched before, so L1 misses
-    = footprint), and `dram_sectors`, the distinct sectors of the whole launch (cold caches: every
-    distinct sector comes from DRAM once, the rest of the L1 misses hit L2). Both are spread evenly
-    over the global instructions' sectors."""
+    L1: `hit_l1` where given (an L1 model's hit fraction per instruction, `jaxsimt.timing.l1tags`), else
+    from `footprint_sectors`, the distinct sectors one block touches (an L1 hit is a sector the block
+    touched before, so L1 misses = footprint), spread evenly over the global instructions' sectors. DRAM:
+    `dram_sectors`, the distinct sectors of the whole launch per block (cold caches: every distinct sector
+    comes from DRAM once, the rest of the L1 misses hit L2), spread evenly over the L1 misses."""
     g = cls == GLOBAL
     total = float(sectors_total[g].sum())
     hit = np.zeros(len(cls), np.float32)
     dram = np.zeros(len(cls), np.float32)
     if total > 0:
-        miss = min(1.0, max(footprint_sectors, 0.0) / total)
-        hit[g] = 1.0 - miss
-        dram[g] = min(1.0, max(dram_sectors, 0.0) / max(total * miss, 1e-9))
+        hit[g] = 1.0 - min(1.0, max(footprint_sectors, 0.0) / total) if hit_l1 is None else hit_l1[g]
+        missed = float((sectors_total[g] * (1.0 - hit[g])).sum())
+        dram[g] = min(1.0, max(dram_sectors, 0.0) / max(missed, 1e-9))
     return hit, dram
 
 
 def from_launch(result, footprint_bytes_per_block: float | None = None, dram_bytes: float | None = None,
-                max_len: int = 0) -> Trace:
+                max_len: int = 0, hit_l1: Optional[np.ndarray] = None) -> Trace:
     """A Trace from a `launch(..., trace=True)` result whose traced blocks ran in one wave.
 
     footprint_bytes_per_block: distinct bytes one block accesses in global memory (default: the array
     arguments' bytes spread evenly over the grid's blocks, as for a kernel whose blocks partition the
-    data); dram_bytes: distinct bytes of the whole launch (default: the array arguments' bytes)."""
+    data); dram_bytes: distinct bytes of the whole launch (default: the array arguments' bytes); hit_l1 [NI]:
+    an L1 model's hit fraction of each global instruction (default: from the footprint; `memory_fractions`)."""
     prog = result.program
     tr = result.trace
     if tr is None:
@@ -221,9 +224,9 @@ def from_launch(result, footprint_bytes_per_block: float | None = None, dram_byt
         dram_bytes = array_bytes
     # per-block sectors of the traced run (the footprint is per block: compare with one block's sectors)
     n_traced = max(len(keep_blocks), 1)
-    sector = 32.0
+    sector = float(get_arch(result.arch).sector_size)
     hit, to_dram = memory_fractions(prog, cls, sectors / n_traced, footprint_bytes_per_block / sector,
-                                    dram_bytes / sector / max(n_ctas, 1))
+                                    dram_bytes / sector / max(n_ctas, 1), hit_l1)
     return Trace(prog, pcs[keep], lens[keep], block, wib[keep], wpb, cls, dst, src,
                  (requests / execs).astype(np.float32), (sectors / execs).astype(np.float32),
                  (wavefronts / execs).astype(np.float32), hit, to_dram, n_regs,

@@ -48,6 +48,14 @@ import run_gpu as R  # noqa: E402
 TIMING_METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.max", "smsp__cycles_active.avg",
                   "sm__cycles_active.max")
 LAUNCH_METRICS = ("launch__grid_size", "launch__block_size", "launch__registers_per_thread")  # LaunchStats
+# `--metric-set cache`: where each launch's global loads were served (the L1 and L2 tag models' ground truth):
+# L1 sectors of global loads and their lookup hits, the L2 sectors L1 read and their hits, DRAM sectors read
+CACHE_METRICS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                 "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+                 "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+                 "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
+                 "dram__sectors_read.sum", "gpu__time_duration.sum", "sm__cycles_elapsed.max")
+METRIC_SETS = {"timing": ("suites_timing.csv", TIMING_METRICS), "cache": ("suites_cache.csv", CACHE_METRICS)}
 MEMORY_CAP = 4 << 30  # bytes one case may allocate on the device at timing size
 REPEATS = 3  # timed runs of each case after its warm-up run
 NCU_LAUNCHES = 16  # launches profiled from the start of each case (ncu spends tenths of a second on each)
@@ -353,12 +361,13 @@ def replay(suite, cases, limit, stop_at):
         free_device_memory(True)
 
 
-def profile(suites, runs, ncu, out, limit, deadline, env, names=None):
+def profile(suites, runs, ncu, out, limit, deadline, env, names=None, metric_set="timing"):
     """The cases that ran (those of `names` only, where given) under ncu, one process a suite, the suite with
     the fewest profiled launches first (so that the deadline cuts the largest): DIR/suites_timing.csv and
     the logs."""
     env["ncu_version"] = R.ncu_version(ncu)
     env["ncu"] = {}
+    csv_name, metrics = METRIC_SETS[metric_set]
     rows, work = [], tempfile.mkdtemp(prefix="suites_timing_ncu_")
     log_all = os.path.join(out, "suites_timing_ncu.log")
     open(log_all, "w").close()
@@ -374,13 +383,13 @@ def profile(suites, runs, ncu, out, limit, deadline, env, names=None):
             continue
         target = [sys.executable, os.path.abspath(__file__), "--replay", s, "--cases", ",".join(cases),
                   "--ncu-launches", str(limit or 0), "--stop-at", str(time.time() + left - NCU_EXIT_S)]
-        r, info = R.ncu_suite(s, ncu, cases, work, left, metrics=TIMING_METRICS, sections=("LaunchStats",),
-                              wanted=TIMING_METRICS + LAUNCH_METRICS, target=target,
+        r, info = R.ncu_suite(s, ncu, cases, work, left, metrics=metrics, sections=("LaunchStats",),
+                              wanted=metrics + LAUNCH_METRICS, target=target,
                               options=("--profile-from-start", "off"), limit=limit, log_name=f"{s}.ncu-log.txt")
         rows += r
         env["ncu"][s] = info
         print("ncu", s, info, flush=True)
-        with open(os.path.join(out, "suites_timing.csv"), "w", newline="") as f:
+        with open(os.path.join(out, csv_name), "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["suite", "case", "launch", "kernel", "metric", "value"])
             w.writerows(rows)
@@ -403,6 +412,8 @@ def main(argv=None):
                     help="launches profiled from the start of each case (0: all)")
     ap.add_argument("--ncu-cases", default=None, help="profile only these (names as --cases; default: all)")
     ap.add_argument("--skip", default="", help="ncu: no Nsight Compute stage")
+    ap.add_argument("--metric-set", default="timing", choices=sorted(METRIC_SETS),
+                    help="ncu metrics: timing (duration, cycles) or cache (L1 / L2 hits, DRAM reads)")
     ap.add_argument("--deadline", type=float, default=450.0, help="seconds from start for the whole collection")
     ap.add_argument("--scale-check", action="store_true", help="sizes, launches and bytes of every case; no GPU")
     ap.add_argument("--json", help="with --scale-check: write its records here")
@@ -460,7 +471,8 @@ def main(argv=None):
     _write_json(env_path, env)
     if ncu:
         t0 = time.time()
-        profile(suites, runs, ncu, a.out, limit, deadline, env, a.ncu_cases.split(",") if a.ncu_cases else None)
+        profile(suites, runs, ncu, a.out, limit, deadline, env, a.ncu_cases.split(",") if a.ncu_cases else None,
+                a.metric_set)
         env["stages"]["ncu_s"] = round(time.time() - t0, 1)
     env["stages"]["total_s"] = round(time.time() - t_start, 1)
     _write_json(env_path, env)
