@@ -8,7 +8,11 @@ For each launch: the H200's `l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_h
 sector-weighted hit rate of the launch's global loads. Prints a table, the mean absolute error of each model
 in percentage points, and writes benchmarks/results/l1_hits_cpu.json.
 
-    python benchmarks/bench_l1.py [--cases suite.case ...] [--ladder 1024]
+    python benchmarks/bench_l1.py [--cases suite.case ...] [--raw FILE]
+
+Each program runs in a process of its own (one long process runs out of memory for compiled machines); its
+row is appended to `--raw` (JSON lines, default benchmarks/results/l1_hits_raw.jsonl), and programs already
+there are skipped, so an interrupted run resumes.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import csv
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -68,27 +73,44 @@ def model_rates(r, arch) -> dict:
             "tags_s": round(time.perf_counter() - t0, 2), "traced_blocks": len(ctas), "blocks_per_sm": R}
 
 
+def measure_one(name: str, raw: str) -> None:
+    """Append program `name`'s row to the JSON-lines file `raw`."""
+    suite, case = name.split(".", 1)
+    m = h200_suites()[(suite, case)]
+    try:
+        r = H.first_launch(suite, case, S.module(suite).TIMING.get(case), ctas=[0], arch="h200")
+        row = {"program": name, "kernel": m["kernel"], "h200": m[HITS] / m[SECTORS],
+               **model_rates(r, get_arch("h200"))}
+    except Exception as e:  # noqa: BLE001 - recorded; the other programs go on
+        row = {"program": name, "kernel": m["kernel"], "error": repr(e)[:200]}
+    with open(raw, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", nargs="*", default=None)
+    ap.add_argument("--raw", default=os.path.join(HERE, "results", "l1_hits_raw.jsonl"))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "l1_hits_cpu.json"))
+    ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    arch = get_arch("h200")
+    if a.one:
+        measure_one(a.one, a.raw)
+        return
     hw = h200_suites()
-    rows = []
-    for suite, case in S.programs():
-        name = f"{suite}.{case}"
-        if a.cases and name not in a.cases:
-            continue
-        m = hw.get((suite, case))
-        if m is None or not m.get(SECTORS):
-            continue
-        try:
-            r = H.first_launch(suite, case, S.module(suite).TIMING.get(case), ctas=[0], arch="h200")
-            row = {"program": name, "kernel": m["kernel"], "h200": m[HITS] / m[SECTORS], **model_rates(r, arch)}
-        except Exception as e:  # noqa: BLE001 - report and go on
-            row = {"program": name, "kernel": m["kernel"], "error": repr(e)[:200]}
-        rows.append(row)
+    names = [f"{s}.{c}" for s, c in S.programs() if hw.get((s, c), {}).get(SECTORS)
+             and (not a.cases or f"{s}.{c}" in a.cases)]
+    for name in names:
+        done = {}
+        if os.path.exists(a.raw):
+            with open(a.raw) as f:
+                done = {d["program"]: d for d in map(json.loads, f)}
+        if name not in done:
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name, "--raw", a.raw])
+    with open(a.raw) as f:
+        got = {d["program"]: d for d in map(json.loads, f)}
+    rows = [got[n] for n in names if n in got]
+    for row in rows:
         print(json.dumps(row), flush=True)
     ok = [r for r in rows if r.get("tags") is not None and r.get("footprint") is not None]
     summary = {k: round(100 * statistics.mean(abs(r[k] - r["h200"]) for r in ok), 1) if ok else None

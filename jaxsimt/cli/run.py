@@ -364,6 +364,9 @@ def parser(prog: str = "jaxsimt run", description: str | None = None, file_requi
                    help="L1/shared split: preferred shared memory per SM in KB (default: the largest allowed)")
     p.add_argument("--no-timing", action="store_true",
                    help="skip the cycle-level timing model (cycles, predicted_ms, stall reasons)")
+    p.add_argument("--l1", choices=("tags", "footprint"), default="tags",
+                   help="the timing model's L1: tags (the traced loads through a model of one SM's L1: one more "
+                        "run of the traced blocks) or footprint (an estimate from the arrays' bytes; faster)")
     p.add_argument("--check", metavar="CHECKS", default="",
                    help="run the sanitizer's checks: all, or a comma-separated list of memcheck, racecheck, "
                         "initcheck, synccheck (bounds are always checked); the first finding stops the run "
@@ -660,7 +663,7 @@ def launch_from_args(a, trace: bool = False, progress=None, source_dirs=()):
     source_dirs = tuple(source_dirs) + shipped_sources(a.file)
     try:
         res = ptx.launch(a.file, kernel, a.grid, a.block, largs.values, arch=a.arch, dynamic_smem=a.dynamic_smem,
-                         regs=a.regs, mode=a.mode, timing=not a.no_timing and _has_timing(a.arch),
+                         regs=a.regs, mode=a.mode, timing=not a.no_timing and _has_timing(a.arch), l1=a.l1,
                          contract=not a.no_contract, constants=constants or None,
                          carveout=None if a.carveout is None else a.carveout * 1024, trace=trace,
                          progress=progress, source_dirs=source_dirs, check=a.check or None, collect=a.collect)

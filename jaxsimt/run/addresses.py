@@ -60,22 +60,24 @@ class _AddressProbe(Machine):
         return super().count_memory(mem, pc, shape, addr, ok, item)
 
 
-def replay(result, ctas, sink, pcs=None) -> bool:
+def replay(result, ctas, sink, pcs=None, **kw):
     """Run blocks `ctas` (linear ids, one wave: warp w of the wave belongs to ctas[w // warps per block]) of
     the launch behind `result` (`result.inputs`, kept by `jaxsimt.launch`) again, handing every memory
-    access (of instructions `pcs`; None: all) to `sink` (see `_AddressProbe`); False when the result does
-    not say what was launched."""
+    access (of instructions `pcs`; None: all) to `sink` (see `_AddressProbe`). `kw`: more launch options
+    (e.g. trace=True). Returns the run's LaunchResult (its counters those of `ctas`), or None when the
+    result does not say what was launched."""
     from jaxsimt.run.launch import _split_args, run_items
 
     inp = result.inputs
     if not inp or result.program is None:
-        return False
+        return None
     args = inp["args"]
-    run_items(result.program, result.grid, result.block, [_split_args(result.program, args)], [args], result.arch,
-              regs=inp.get("regs"), local_bytes=inp.get("local_bytes", 0), carveout=inp.get("carveout"),
-              stack_depth=inp.get("stack_depth", 16), ctas=[int(c) for c in ctas], blocks_per_wave=len(ctas),
-              machine=lambda p, geo, layout, options: _AddressProbe(p, geo, layout, options, sink=sink, pcs=pcs))
-    return True
+    return run_items(result.program, result.grid, result.block, [_split_args(result.program, args)], [args],
+                     result.arch, regs=inp.get("regs"), local_bytes=inp.get("local_bytes", 0),
+                     carveout=inp.get("carveout"), stack_depth=inp.get("stack_depth", 16),
+                     ctas=[int(c) for c in ctas], blocks_per_wave=len(ctas),
+                     machine=lambda p, geo, layout, options: _AddressProbe(p, geo, layout, options, sink=sink,
+                                                                            pcs=pcs), **kw)[0]
 
 
 def capture(result, block: int = 0) -> Optional[list[Access]]:
@@ -90,7 +92,7 @@ def capture(result, block: int = 0) -> Optional[list[Access]]:
             if int(w) < MAX_WARPS and int(w) not in per:
                 per[int(w)] = (addr[w].copy(), ok[w].copy(), nbytes)
 
-    if not replay(result, [block], keep):
+    if replay(result, [block], keep) is None:
         return None
     out = []
     for (pc, space), per in sorted(seen.items()):

@@ -28,19 +28,36 @@ AGGREGATED_OPS = frozenset({"add", "min", "max", "and", "or", "xor"})
 def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, regs=None, local_bytes: int = 0,
                mode: str = "stack",
                params: Optional[dict] = None, policy: str = "gto", max_steps: int = MAX_STEPS,
-               footprint_bytes_per_block=None, dram_bytes=None, replay: str = "exact", l1: str = "tags"):
+               footprint_bytes_per_block=None, dram_bytes=None, replay: str = "exact", l1: str = "tags",
+               result=None):
     """Trace a representative set of the launch's blocks (one more functional run, counters on) and replay
-    them, with L1 hits from `l1` (one of `l1tags.MODELS`). Returns (stats: cycles, predicted_ms, achieved occupancy,
-    stall_*; the Trace; the Work; the per-SM output)."""
+    them, with L1 hits from `l1` (one of `l1tags.MODELS`). `result`: the launch's LaunchResult, whose inputs
+    let that run also hand the addresses of the L1 model's loads and of the global atomics to the host (an
+    address probe; else, or under ITS, one more run of the traced blocks gives them). Returns (stats: cycles,
+    predicted_ms, achieved occupancy, stall_*; the Trace; the Work; the per-SM output)."""
     arch = get_arch(arch)
     n_ctas = int(stats["launch__grid_size"])
     R = max(int(stats["active_blocks_per_sm"]), 1)
     ctas = traced_blocks(n_ctas, R, arch.num_sms)
-    r = launch(kernel, grid, block, args, arch, regs=regs, trace=True, ctas=ctas.tolist(),
-               blocks_per_wave=len(ctas), local_bytes=local_bytes, **({"mode": mode} if mode != "stack" else {}))
-    hits = misses = None
-    if l1 == "tags":
-        hits, misses = l1_hits(r, ctas, R, arch, stats)
+    prog = result.program if result is not None else None
+    loads = global_loads(prog) if prog is not None and l1 == "tags" else {}
+    agg = _global_atomics(prog) if prog is not None else {}
+    r = None
+    if (loads or agg) and mode == "stack":
+        wpb = -(-int(np.prod(block)) // arch.warp_size)
+        cs = l1_cache_shape(result, arch, stats)
+        lookups, atomics = l1tags.Collector(cs, loads, wpb, R), AtomicTally(agg, wpb, arch.sector_size)
+        r = addresses.replay(result, ctas, lambda *a: (lookups(*a), atomics(*a)), pcs=frozenset(loads) | set(agg),
+                             trace=True)
+    if r is None:
+        r = launch(kernel, grid, block, args, arch, regs=regs, trace=True, ctas=ctas.tolist(),
+                   blocks_per_wave=len(ctas), local_bytes=local_bytes, **({"mode": mode} if mode != "stack" else {}))
+        agg = _global_atomics(r.program)
+        hits, misses = l1_hits(r, ctas, R, arch, stats) if l1 == "tags" else (None, None)
+        hot = atomic_hot_ops(r, ctas, n_ctas, arch, agg) if agg else 0.0
+    else:
+        hits, misses = l1tags.simulate(cs, lookups.lookups(), len(prog.instructions())) if loads else (None, None)
+        hot = atomics.hot_ops(n_ctas, len(ctas))
     t = tr.from_launch(r, footprint_bytes_per_block, dram_bytes,
                        hit_l1=None if hits is None else l1tags.hit_fractions(hits, misses))
     t.meta["n_ctas"] = n_ctas
@@ -48,9 +65,8 @@ def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, re
         t.meta["l1_sector_hits"], t.meta["l1_sector_lookups"] = int(hits.sum()), int((hits + misses).sum())
     params = params if params is not None else params_of(arch)
     work = plan(t, arch, R, n_ctas, max_steps)
-    agg = _global_atomics(r.program)
     if agg:
-        work = dataclasses.replace(work, atomic_ops=atomic_hot_ops(r, ctas, n_ctas, arch, agg))
+        work = dataclasses.replace(work, atomic_ops=hot)
     out = run(work, params, policy, replay)
     st = summarize(work, out, params, arch)
     st[L1_HIT_RATE] = l1_hit_rate(t, r)
@@ -83,14 +99,19 @@ def l1_hits(result, ctas, blocks_per_sm: int, arch: "Arch | str", stats: dict) -
     shared-memory carve-out leaves (`l1_carveout`)."""
     arch = get_arch(arch)
     prog = result.program
-    cs = rocache.shape(arch, rocache.cache_bytes(arch, l1_carveout(result, arch, stats)))
+    cs = l1_cache_shape(result, arch, stats)
     loads = global_loads(prog)
     wpb = -(-int(np.prod(result.block)) // arch.warp_size)
     sink = l1tags.Collector(cs, loads, wpb, blocks_per_sm)
     n = len(prog.instructions())
-    if not loads or not addresses.replay(result, ctas, sink, pcs=frozenset(loads)):
+    if not loads or addresses.replay(result, ctas, sink, pcs=frozenset(loads)) is None:
         return np.zeros(n, np.int64), np.zeros(n, np.int64)
     return l1tags.simulate(cs, sink.lookups(), n)
+
+
+def l1_cache_shape(result, arch: Arch, stats: dict) -> rocache.CacheShape:
+    """The geometry of one SM's L1 for the launch: what the shared-memory carve-out leaves (`l1_carveout`)."""
+    return rocache.shape(arch, rocache.cache_bytes(arch, l1_carveout(result, arch, stats)))
 
 
 def l1_carveout(result, arch: Arch, stats: dict) -> int:
@@ -126,29 +147,46 @@ def atomic_hot_ops(result, ctas, n_ctas: int, arch: "Arch | str", agg: Optional[
     program's `_global_atomics` where the caller has it."""
     arch = get_arch(arch)
     agg = _global_atomics(result.program) if agg is None else agg
-    wpb = -(-int(np.prod(result.block)) // arch.warp_size)
-    sectors, blocks = [], []  # one entry per operation: its sector and the (wave-local) block issuing it
+    tally = AtomicTally(agg, -(-int(np.prod(result.block)) // arch.warp_size), arch.sector_size)
+    if addresses.replay(result, ctas, tally, pcs=frozenset(agg)) is None:
+        return 0.0
+    return tally.hot_ops(n_ctas, len(ctas))
 
-    def sink(pc, space, addr, ok, nbytes):
-        if space != "global" or pc not in agg:
+
+class AtomicTally:
+    """A sink for `addresses.replay` that counts the L2 operations of the global atomics `agg` ({pc: whether
+    ptxas aggregates it}) per sector and the (wave-local) blocks issuing them; `hot_ops` is the busiest
+    sector's count over the grid (see `atomic_hot_ops`)."""
+
+    def __init__(self, agg: dict, warps_per_block: int, sector_size: int):
+        self.agg, self.wpb, self.sector = agg, warps_per_block, sector_size
+        self.sectors: list = []  # one entry per operation: its sector and the block issuing it
+        self.blocks: list = []
+
+    def __call__(self, pc, space, addr, ok, nbytes):
+        if space != "global" or pc not in self.agg:
             return
         keep = ok
-        if agg[pc]:  # a warp whose active lanes name one address: its first active lane's operation only
+        if self.agg[pc]:  # a warp whose active lanes name one address: its first active lane's operation only
             first = ok.argmax(axis=1)
             lead = addr[np.arange(len(addr)), first]
             uniform = ok.any(axis=1) & np.all(~ok | (addr == lead[:, None]), axis=1)
             keep = ok & ~(uniform[:, None] & (np.arange(ok.shape[1]) != first[:, None]))
-        sectors.append(addr[keep] // arch.sector_size)
-        blocks.append(np.nonzero(keep)[0] // wpb)
+        self.sectors.append(addr[keep] // self.sector)
+        self.blocks.append(np.nonzero(keep)[0] // self.wpb)
 
-    if not addresses.replay(result, ctas, sink, pcs=frozenset(agg)) or not sectors:
-        return 0.0
-    sec, blk = np.concatenate(sectors), np.concatenate(blocks)
-    _, ops = np.unique(sec, return_counts=True)
-    touched = np.unique(np.stack([sec, blk]), axis=1)[0]  # each (sector, block) pair once: its sector
-    n_blocks = np.unique(touched, return_counts=True)[1]  # blocks touching each sector, in the same order
-    scale = n_ctas / max(len(ctas), 1)
-    return float(np.max(np.where(n_blocks > 1, ops * scale, ops)))
+    def hot_ops(self, n_ctas: int, n_traced: int) -> float:
+        """Operations on the busiest sector over the grid: a sector more than one traced block touches is a
+        counter the grid shares (scaled from the `n_traced` blocks to `n_ctas`), one a single block touches
+        stays as counted."""
+        if not self.sectors:
+            return 0.0
+        sec, blk = np.concatenate(self.sectors), np.concatenate(self.blocks)
+        _, ops = np.unique(sec, return_counts=True)
+        touched = np.unique(np.stack([sec, blk]), axis=1)[0]  # each (sector, block) pair once: its sector
+        n_blocks = np.unique(touched, return_counts=True)[1]  # blocks touching each sector, in the same order
+        scale = n_ctas / max(n_traced, 1)
+        return float(np.max(np.where(n_blocks > 1, ops * scale, ops)))
 
 
 def analytical_stats(result, arch: "Arch | str", dram_bytes: Optional[float] = None) -> dict:
@@ -165,7 +203,7 @@ def attach(result, kernel, args, *, regs=None, local_bytes: int = 0, **kw) -> di
     arch = get_arch(result.arch)
     params = kw.pop("params", None) or params_of(arch)
     st, t, work, out = for_launch(kernel, result.grid, result.block, args, arch, result.stats, regs=regs,
-                                  local_bytes=local_bytes, params=params, **kw)
+                                  local_bytes=local_bytes, params=params, result=result, **kw)
     result.stats.update(analytical_stats(result, arch))
     result.stats.update(st)
     return {"trace": t, "work": work, "output": out, "params": params}

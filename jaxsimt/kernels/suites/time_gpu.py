@@ -5,7 +5,7 @@ case under Nsight Compute for their duration and cycles. Needs numpy and cupy on
 backend, ncu driver and launch matching are run_gpu's:
 
     python3 jaxsimt/kernels/suites/time_gpu.py --out DIR [--suites a,b] [--cases x,y] [--repeats R]
-                                       [--ncu-launches K] [--skip ncu] [--deadline S]
+                                       [--ncu-launches K] [--skip ncu] [--deadline S] [--metric-set timing|cache]
 
 DIR/suites_timing_runs.json  per case: size (the driver's keyword arguments), launches (kernel, grid, block,
                              smem, CUDA-event microseconds of each timed repeat and their median), wall
@@ -13,6 +13,8 @@ DIR/suites_timing_runs.json  per case: size (the driver's keyword arguments), la
                              every case, so that a run cut short keeps what it did
 DIR/suites_timing.csv        suite, case, launch, kernel, metric, value: ncu's duration, cycles and launch
                              configuration of the first K launches of each case; rewritten after every suite
+                             (`--metric-set cache`: DIR/suites_cache.csv, with L1 / L2 hits and DRAM reads of
+                             global loads instead, CACHE_METRICS)
 DIR/suites_timing_ncu.log    ncu's logs, one suite after another
 DIR/suites_timing_env.json   device, driver, cupy and ncu versions, the options, each stage's seconds
 
