@@ -120,7 +120,7 @@ def test_collector_takes_rounds_in_order():
     sink(5, "global", addr, ok, 4)
     sink(5, "global", addr + 2 * LINE, ok, 4)
     sink(6, "global", addr, ok, 4)  # not a listed load
-    lk = sink.lookups()
+    (lk,) = sink.lookups()
     assert list(lk.line) == [0, 2, 10, 12] and list(lk.pc) == [5] * 4
 
 
@@ -133,12 +133,23 @@ def test_collector_runs_a_step_warp_by_warp(monkeypatch):
     ok = np.ones((2, 32), bool)
     sink(5, "global", addr, ok, 4)
     sink(7, "global", addr + LINE, ok, 4)
-    assert list(sink.lookups().line) == [0, 1, 10, 11]
+    assert list(sink.lookups()[0].line) == [0, 1, 10, 11]
     monkeypatch.setattr(l1tags, "MAX_LOOKUPS_PER_ROUND", 3)
     sink = l1tags.Collector(cs, {5: True, 7: True}, warps_per_block=2, blocks_per_sm=1)
     sink(5, "global", addr, ok, 4)
     sink(7, "global", addr + LINE, ok, 4)
-    assert list(sink.lookups().line) == [0, 1, 10]
+    assert list(sink.lookups()[0].line) == [0, 1, 10]
+
+
+def test_blocks_on_other_sms_keep_their_own_l1():
+    """Two blocks reading the same line: on one SM the second hits; on two SMs (two L1s) both miss."""
+    cs = rocache.CacheShape(1, 4, LINE, SECTOR)
+    addr, ok = np.zeros((2, 32), np.int64), np.ones((2, 32), bool)  # block 0 and block 1, one warp each
+    for sms, hits in (([0, 0], 1), ([0, 1], 0)):
+        sink = l1tags.Collector(cs, {5: True}, warps_per_block=1, blocks_per_sm=2, sm_of_block=sms)
+        sink(5, "global", addr, ok, 4)
+        h, m = l1tags.simulate(cs, sink.lookups(), 6)
+        assert (h[5], m[5]) == (hits, 2 - hits)
 
 
 def _h200_hit_rate(suite, case):

@@ -46,7 +46,8 @@ def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, re
     if (loads or agg) and mode == "stack":
         wpb = -(-int(np.prod(block)) // arch.warp_size)
         cs = l1_cache_shape(result, arch, stats)
-        lookups, atomics = l1tags.Collector(cs, loads, wpb, R), AtomicTally(agg, wpb, arch.sector_size)
+        lookups = l1tags.Collector(cs, loads, wpb, R, np.asarray(ctas) % arch.num_sms)
+        atomics = AtomicTally(agg, wpb, arch.sector_size)
         r = addresses.replay(result, ctas, lambda *a: (lookups(*a), atomics(*a)), pcs=frozenset(loads) | set(agg),
                              trace=True)
     if r is None:
@@ -94,15 +95,16 @@ def l1_hit_rate(t: tr.Trace, result) -> float:
 
 
 def l1_hits(result, ctas, blocks_per_sm: int, arch: "Arch | str", stats: dict) -> tuple:
-    """(sector hits [NI], sector misses [NI]) of the launch's global loads on one SM's L1 (`l1tags`): blocks
-    `ctas` (one SM's queue) replayed on an address probe, `blocks_per_sm` at a time, the L1 what the
-    shared-memory carve-out leaves (`l1_carveout`)."""
+    """(sector hits [NI], sector misses [NI]) of the launch's global loads on the L1s of the SMs that run blocks
+    `ctas` (block i on SM i mod num_sms: the busiest SM's queue, or a small grid's blocks on SMs of their
+    own), replayed on an address probe, `blocks_per_sm` at a time on each SM, each L1 what the shared-memory
+    carve-out leaves (`l1_carveout`)."""
     arch = get_arch(arch)
     prog = result.program
     cs = l1_cache_shape(result, arch, stats)
     loads = global_loads(prog)
     wpb = -(-int(np.prod(result.block)) // arch.warp_size)
-    sink = l1tags.Collector(cs, loads, wpb, blocks_per_sm)
+    sink = l1tags.Collector(cs, loads, wpb, blocks_per_sm, np.asarray(ctas) % arch.num_sms)
     n = len(prog.instructions())
     if not loads or addresses.replay(result, ctas, sink, pcs=frozenset(loads)) is None:
         return np.zeros(n, np.int64), np.zeros(n, np.int64)

@@ -83,48 +83,56 @@ def _pow2(n: int) -> int:
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def _simulate(cs: rocache.CacheShape, lk: tuple, n_pcs: int):
-    line, bits, pc, allocate, go = lk
     S, A = cs.sets, cs.ways
 
-    def one(c, x):
-        tags, valid, age, clock, hits, misses = c
-        key, want, p, alloc, on = x
-        s = set_index(key, S)
-        match = tags[s] == key
-        hit = jnp.any(match) & alloc
-        way = jnp.where(hit, jnp.argmax(match), jnp.argmin(age[s]))
-        old = jnp.where(hit, valid[s, way], jnp.uint32(0))
-        h = lax.population_count(want & old).astype(jnp.int64)
-        m = lax.population_count(want & ~old).astype(jnp.int64)
-        put = on & alloc
-        s_put = jnp.where(put, s, S)  # out of range: the update is dropped
-        tags = tags.at[s_put, way].set(key, mode="drop")
-        valid = valid.at[s_put, way].set(old | want, mode="drop")
-        age = age.at[s_put, way].set(clock, mode="drop")
-        hits = hits.at[jnp.where(on, p, n_pcs)].add(h, mode="drop")
-        misses = misses.at[jnp.where(on, p, n_pcs)].add(m, mode="drop")
-        return (tags, valid, age, clock + 1, hits, misses), None
+    def one_sm(line, bits, pc, allocate, go):
+        def one(c, x):
+            tags, valid, age, clock, hits, misses = c
+            key, want, p, alloc, on = x
+            s = set_index(key, S)
+            match = tags[s] == key
+            hit = jnp.any(match) & alloc
+            way = jnp.where(hit, jnp.argmax(match), jnp.argmin(age[s]))
+            old = jnp.where(hit, valid[s, way], jnp.uint32(0))
+            h = lax.population_count(want & old).astype(jnp.int64)
+            m = lax.population_count(want & ~old).astype(jnp.int64)
+            s_put = jnp.where(on & alloc, s, S)  # out of range: the update is dropped
+            tags = tags.at[s_put, way].set(key, mode="drop")
+            valid = valid.at[s_put, way].set(old | want, mode="drop")
+            age = age.at[s_put, way].set(clock, mode="drop")
+            hits = hits.at[jnp.where(on, p, n_pcs)].add(h, mode="drop")
+            misses = misses.at[jnp.where(on, p, n_pcs)].add(m, mode="drop")
+            return (tags, valid, age, clock + 1, hits, misses), None
 
-    zero = jnp.zeros(n_pcs, jnp.int64)
-    init = (jnp.full((S, A), -1, jnp.int64), jnp.zeros((S, A), jnp.uint32), jnp.full((S, A), -1, jnp.int32),
-            jnp.int32(0), zero, zero)
-    (_, _, _, _, hits, misses), _ = lax.scan(one, init, (line, bits, pc, allocate, go))
-    return hits, misses
+        zero = jnp.zeros(n_pcs, jnp.int64)
+        init = (jnp.full((S, A), -1, jnp.int64), jnp.zeros((S, A), jnp.uint32), jnp.full((S, A), -1, jnp.int32),
+                jnp.int32(0), zero, zero)
+        (_, _, _, _, hits, misses), _ = lax.scan(one, init, (line, bits, pc, allocate, go))
+        return hits, misses
+
+    hits, misses = jax.vmap(one_sm)(*lk)
+    return hits.sum(axis=0), misses.sum(axis=0)
 
 
-def simulate(cs: rocache.CacheShape, lk: Lookups, n_pcs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Run the lookups through one L1 (cold at the start). Returns (sector hits [n_pcs], sector misses
-    [n_pcs]) int64 per instruction. Compiled once per cache shape, instruction count and power-of-two
-    number of lookups."""
-    n = len(lk.line)
-    if n == 0:
+def simulate(cs: rocache.CacheShape, lk: "Lookups | list[Lookups]", n_pcs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Run each SM's lookups (one `Lookups`, or a list: one per SM) through an L1 of its own, cold at the
+    start. Returns (sector hits [n_pcs], sector misses [n_pcs]) int64 per instruction, summed over the SMs.
+    Compiled once per cache shape, instruction count and power-of-two numbers of SMs and lookups."""
+    sms = [lk] if isinstance(lk, Lookups) else [x for x in lk if len(x.line)]
+    if not sms:
         return np.zeros(n_pcs, np.int64), np.zeros(n_pcs, np.int64)
-    N = _pow2(n)
-    pad = lambda a, dt: np.concatenate([np.asarray(a, dt), np.zeros(N - n, dt)])  # noqa: E731
-    go = np.arange(N) < n
+    N, B = _pow2(max(len(x.line) for x in sms)), _pow2(len(sms))
+
+    def stack(field, dt):
+        out = np.zeros((B, N), dt)
+        for i, x in enumerate(sms):
+            out[i, :len(x.line)] = getattr(x, field)
+        return out
+
+    go = np.arange(N)[None, :] < np.asarray([len(x.line) for x in sms] + [0] * (B - len(sms)))[:, None]
     with jax.enable_x64(True):  # line numbers and counts are 64-bit
-        hits, misses = _simulate(cs, (pad(lk.line, np.int64), pad(lk.bits, np.uint32), pad(lk.pc, np.int32),
-                                      pad(lk.allocate, bool), go), n_pcs)
+        hits, misses = _simulate(cs, (stack("line", np.int64), stack("bits", np.uint32), stack("pc", np.int32),
+                                      stack("allocate", bool), go), n_pcs)
     return np.asarray(hits), np.asarray(misses)
 
 
@@ -135,15 +143,23 @@ MAX_LOOKUPS_PER_ROUND = 1 << 20
 
 class Collector:
     """A sink for `jaxsimt.run.addresses.replay` that keeps the global loads of `pcs` ({pc: allocates}) as
-    L1 lookups, ordered as one SM would see them: the replayed wave's blocks in rounds of `blocks_per_sm`
-    (wave-local block index // blocks_per_sm), one round after the other; within a round step by step (a
-    run of accesses with rising pcs is one step of the machine: one basic block), and within a step warp by
-    warp, each warp's loads in program order (a warp issues a block's independent loads back to back before
-    the next warp's, as a greedy scheduler does). At most MAX_LOOKUPS_PER_ROUND lookups of each round, its
-    first. `lookups()` returns them."""
+    L1 lookups, per SM (`sm_of_block` [wave blocks]: the SM each block of the replayed wave runs on; None:
+    one SM), ordered as that SM would see them: its blocks in rounds of `blocks_per_sm` (in wave order), one
+    round after the other; within a round step by step (a run of accesses with rising pcs is one step of the
+    machine: one basic block), and within a step warp by warp, each warp's loads in program order (a warp
+    issues a block's independent loads back to back before the next warp's, as a greedy scheduler does). At
+    most MAX_LOOKUPS_PER_ROUND lookups of each round, its first. `lookups()` returns them, one `Lookups` per
+    SM."""
 
-    def __init__(self, cs: rocache.CacheShape, pcs: dict, warps_per_block: int, blocks_per_sm: int):
+    def __init__(self, cs: rocache.CacheShape, pcs: dict, warps_per_block: int, blocks_per_sm: int,
+                 sm_of_block=None):
         self.cs, self.pcs, self.wpb, self.R = cs, pcs, warps_per_block, max(int(blocks_per_sm), 1)
+        self.sm = None if sm_of_block is None else np.asarray(sm_of_block, np.int64)
+        if self.sm is not None:  # each block's rank among the blocks of its SM
+            rank = np.zeros(len(self.sm), np.int64)
+            for s in np.unique(self.sm):
+                rank[self.sm == s] = np.arange(np.sum(self.sm == s))
+            self.rank = rank
         self.parts: list = []
         self.step, self.last_pc, self.kept = 0, -1, {}
 
@@ -154,24 +170,30 @@ class Collector:
             self.step += 1
         self.last_pc = pc
         line, bits, warp = warp_lookups(self.cs, addr, ok, nbytes)
-        rnd = warp // self.wpb // self.R
+        block = warp // self.wpb
+        sm = np.zeros(len(block), np.int64) if self.sm is None else self.sm[block]
+        rnd = block // self.R if self.sm is None else self.rank[block] // self.R
+        key = sm * (1 << 32) + rnd  # (SM, round)
         keep = np.ones(len(line), bool)
-        for r in np.unique(rnd):  # each round's first lookups only
-            mine = rnd == r
-            room = MAX_LOOKUPS_PER_ROUND - self.kept.get(int(r), 0)
+        for k in np.unique(key):  # each round's first lookups only
+            mine = key == k
+            room = MAX_LOOKUPS_PER_ROUND - self.kept.get(int(k), 0)
             keep &= ~mine | (np.cumsum(mine) <= room)
-            self.kept[int(r)] = self.kept.get(int(r), 0) + int(min(mine.sum(), max(room, 0)))
+            self.kept[int(k)] = self.kept.get(int(k), 0) + int(min(mine.sum(), max(room, 0)))
         if keep.any():
             n = int(keep.sum())
-            self.parts.append((rnd[keep].astype(np.int32), np.full(n, self.step, np.int64), warp[keep].astype(np.int32),
-                               line[keep], bits[keep], np.full(n, pc, np.int32), np.full(n, self.pcs[pc], bool)))
+            self.parts.append((sm[keep], rnd[keep], np.full(n, self.step, np.int64), warp[keep], line[keep],
+                               bits[keep], np.full(n, pc, np.int32), np.full(n, self.pcs[pc], bool)))
 
-    def lookups(self) -> Lookups:
+    def lookups(self) -> list:
+        """[Lookups] of each SM that looked anything up, in SM order."""
         if not self.parts:
-            return Lookups(np.zeros(0, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.int32), np.zeros(0, bool))
-        rnd, step, warp, line, bits, pc, alloc = (np.concatenate(x) for x in zip(*self.parts))
-        order = np.lexsort((warp, step, rnd))  # stable: a warp's loads of a step stay in program order
-        return Lookups(line[order], bits[order], pc[order], alloc[order])
+            return []
+        sm, rnd, step, warp, line, bits, pc, alloc = (np.concatenate(x) for x in zip(*self.parts))
+        order = np.lexsort((warp, step, rnd, sm))  # stable: a warp's loads of a step stay in program order
+        sm, line, bits, pc, alloc = sm[order], line[order], bits[order], pc[order], alloc[order]
+        cuts = np.flatnonzero(np.diff(sm)) + 1
+        return [Lookups(*x) for x in zip(*(np.split(a, cuts) for a in (line, bits, pc, alloc)))]
 
 
 def hit_fractions(hits: np.ndarray, misses: np.ndarray) -> np.ndarray:
