@@ -54,7 +54,8 @@ def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, re
         r = launch(kernel, grid, block, args, arch, regs=regs, trace=True, ctas=ctas.tolist(),
                    blocks_per_wave=len(ctas), local_bytes=local_bytes, **({"mode": mode} if mode != "stack" else {}))
         agg = _global_atomics(r.program)
-        hits, misses = l1_hits(r, ctas, R, arch, stats) if l1 == "tags" else (None, None)
+        loads = global_loads(r.program) if l1 == "tags" else {}
+        hits, misses = l1_hits(r, ctas, R, arch, stats) if loads else (None, None)
         hot = atomic_hot_ops(r, ctas, n_ctas, arch, agg) if agg else 0.0
     else:
         hits, misses = l1tags.simulate(cs, lookups.lookups(), len(prog.instructions())) if loads else (None, None)
