@@ -198,3 +198,42 @@ def test_unknown_l1_model_is_refused_before_running():
     a = np.zeros(256, np.float32)
     with pytest.raises(jaxsimt.errors.ArgumentError, match="_load_twice.*l1='lru'.*tags, footprint"):
         jaxsimt.launch(_load_twice, 1, 256, (a, a.copy()), arch="h200", timing=True, l1="lru")
+
+
+_TWICE_PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry twice(.param .u64 a, .param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<8>;
+  .reg .f32 %f<4>;
+  ld.param.u64 %rd1, [a];
+  ld.param.u64 %rd2, [out];
+  cvta.to.global.u64 %rd3, %rd1;
+  cvta.to.global.u64 %rd4, %rd2;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd5, %r1, 4;
+  add.s64 %rd6, %rd3, %rd5;
+  ld.global{op}.f32 %f1, [%rd6];
+  ld.global{op}.f32 %f2, [%rd6];
+  add.f32 %f3, %f1, %f2;
+  add.s64 %rd7, %rd4, %rd5;
+  st.global.f32 [%rd7], %f3;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("op, rate", [("", 0.5), (".ca", 0.5), (".cg", 0.0), (".cv", 0.0)])
+def test_l2_only_loads_never_hit_l1(tmp_path, op, rate):
+    """PTX loads cached in L2 only (.cg, .cv) neither hit nor fill the L1 model; default and .ca loads do."""
+    from jaxsimt import ptx
+
+    path = tmp_path / "twice.ptx"
+    path.write_text(_TWICE_PTX.replace("{op}", op))
+    a = np.arange(256, dtype=np.float32)
+    r = ptx.launch(str(path), "twice", 1, 256, (a, np.zeros_like(a)), arch="h200", timing=True)
+    np.testing.assert_array_equal(r["out"], 2 * a)
+    assert r.stats["timing__l1_global_load_hit_rate"] == pytest.approx(rate)

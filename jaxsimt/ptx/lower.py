@@ -21,6 +21,7 @@ import numpy as np
 from jaxsimt import types as T
 from jaxsimt.units.barriers import PTX_BARRIERS
 from jaxsimt.units.barriers import attrs as barrier_attrs
+from jaxsimt.units.rocache import L2_ONLY
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
                              SourceLoc, Terminator, finalize)
 from jaxsimt.ptx import ast, contract, provenance
@@ -36,7 +37,7 @@ _IROUND = {"rni", "rzi", "rmi", "rpi"}
 _CMPS = set("eq ne lt le gt ge lo ls hi hs equ neu ltu leu gtu geu num nan".split())
 _TENSOR = {"wmma.load", "wmma.store", "wmma.mma", "mma", "ldmatrix"}
 # load cache operators that cache in L2 only (PTX ISA: .cg "cache global", .cv "don't cache, fetch again")
-L2_ONLY = frozenset({"cg", "cv", "L1::no_allocate"})
+_L2_ONLY_OPS = frozenset({"cg", "cv", "L1::no_allocate"})
 _SHAPE = re.compile(r"^m\d+n\d+k\d+$")
 
 
@@ -1121,8 +1122,8 @@ class _Lowerer:
         attrs = dict(attrs, space=space, type=ty, vec=vec)
         if op == "ld" and space == "global" and "nc" in mods:
             attrs["cache"] = "ro"  # the read-only (non-coherent) path: jaxsimt.units.rocache
-        elif op == "ld" and space in ("global", "generic") and mods & L2_ONLY:
-            attrs["cache"] = "l2"  # cached in L2 only: neither hits nor fills L1 (the timing model's L1 tags)
+        elif op == "ld" and space in ("global", "generic") and mods & _L2_ONLY_OPS:
+            attrs["cache"] = L2_ONLY  # cached in L2 only: neither hits nor fills L1 (the timing model's L1 tags)
         if op == "ld":
             dsts = [self.dst(v, ctx, ins) for v in vals]
             if t.is_signed and any(d.dtype.bits > t.bits for d in dsts):  # signed loads sign-extend

@@ -43,9 +43,9 @@ class LaunchOptions:
     timing: also predict the kernel's time with the cycle-level model (`jaxsimt.timing.replay`): adds `cycles`,
       `predicted_ms`, `predicted_ms_analytical`, achieved occupancy and `stall_*` to the stats, the replay to
       `result.timing`.
-    l1: with `timing`, where a global load's L1 hits come from: "tags" (the traced blocks' loads through a model
-      of one SM's L1, `jaxsimt.timing.l1tags`: one more functional run on an address probe) or "footprint" (one
-      block's distinct bytes spread over its accesses, `jaxsimt.timing.trace.memory_fractions`).
+    l1: with `timing`, where a global load's L1 hits come from: "tags" (the traced blocks' loads, whose
+      addresses their traced run hands to the host, through a model of each SM's L1, `jaxsimt.timing.l1tags`) or
+      "footprint" (one block's distinct bytes spread over its accesses, `jaxsimt.timing.trace.memory_fractions`).
     mode: "stack" (the reconvergence stack, warps in lockstep; the default on every architecture) or "its"
       (Independent Thread Scheduling, Volta and later; docs/its.md).
     carveout: preferred shared memory per SM in bytes (the L1/shared split; None: the largest the architecture

@@ -1,20 +1,21 @@
 """L1 as tags: which global-load sectors of one SM hit its L1, from the loads' addresses.
 
 The replay needs, per global instruction, the fraction of its sectors served by L1 (`Trace.hit_l1`). Instead
-of a footprint estimate, this module runs the loads of the blocks one SM holds through a model of that
-SM's L1 and counts the hits per instruction:
+of a footprint estimate, this module runs the traced blocks' loads through a model of the L1 of each SM
+that runs them and counts the hits per instruction:
 
-* one L1 per SM, shared by the blocks resident on it; the traced blocks stand for one SM's queue, taken in
-  rounds of `blocks_per_sm` (the first round's blocks run together, the next round's after them, the cache
-  kept warm between rounds);
+* one L1 per SM, shared by the blocks resident on it (the traced blocks are the busiest SM's queue, or a
+  small grid's blocks, one per SM), taken in rounds of `blocks_per_sm` (a round's blocks run together, the
+  next round's after them, the cache kept warm between rounds);
 * geometry as the read-only path's (`jaxsimt.units.rocache`: the unified L1 left by the shared-memory
   carve-out, `arch.ro_cache_ways`-way set associative, LRU, `arch.line_size` lines of
   `arch.sector_size` sectors), with a hashed set index (`set_index`);
 * a warp's load looks up each distinct line its active lanes touch, in the order of the first lane touching
-  it; warps in the order the functional run executed them (step by step, warp by warp): a lookup hits the
-  sectors its line holds and fills the others;
-* only loads allocate (L1 is write-through: a store's sectors all go to L2, `store_hit` is 0); loads that
-  bypass L1 (`cache` attribute L2_ONLY: PTX `.cg`, `.cv`, `L1::no_allocate`) miss and allocate nothing.
+  it; a lookup hits the sectors its line holds and fills the others; within one step of the functional run
+  each warp's loads come in program order before the next warp's (`Collector`);
+* only loads allocate (L1 is write-through: a store's sectors all go to L2, and the model gives stores no
+  hits); loads cached in L2 only (`cache` attribute L2_ONLY: PTX `.cg`, `.cv`, `L1::no_allocate`) miss
+  and allocate nothing.
 
 Shapes: N lookups, NI instructions; per lookup a line number (int64), the sectors wanted (uint32 bits) and
 the instruction's pc (int32).
@@ -33,8 +34,7 @@ from jaxsimt.units import rocache
 
 # where the timing model's L1 hits come from: "tags" (this module) or "footprint" (`trace.memory_fractions`)
 MODELS = ("tags", "footprint")
-# the `cache` attribute of loads that neither hit nor fill L1 (the PTX front end's .cg, .cv, L1::no_allocate)
-L2_ONLY = "l2"
+L2_ONLY = rocache.L2_ONLY  # the `cache` attribute of loads that neither hit nor fill L1
 
 
 class Lookups(NamedTuple):
@@ -70,9 +70,11 @@ _MIX = 0x9E3779B97F4A7C15
 
 
 def set_index(line, sets: int):
-    """The set of a line number (int64 array): hashed, as GPU L1s hash their index, so that rows of a matrix
-    a power of two of lines apart spread over the sets instead of sharing a few (with `line % sets`, 128
-    rows 8 KiB apart fall into 8 of 512 sets and evict each other whatever the capacity)."""
+    """The set of a line number (int64 array), hashed so that rows of a matrix a power of two of lines apart
+    spread over the sets. With `line % sets`, 128 rows 8 KiB apart fall into 8 of 512 sets and evict each
+    other whatever the capacity: polybench gemm's row loads would never hit, where the H200 hits 89% of
+    that kernel's sectors (jaxsimt/data/h200/suites_cache/). The hardware's hash is not known; any mixing of
+    the upper bits gives that spread."""
     mixed = line.astype(jnp.uint64) * jnp.uint64(_MIX)
     return ((mixed >> jnp.uint64(32)) % jnp.uint64(sets)).astype(jnp.int32)
 

@@ -28,6 +28,10 @@ from jax import lax
 from jaxsimt.arch import Arch
 from jaxsimt.units.intops import floordiv, mod
 
+# a load's `cache` attribute: "ro" and "tex" go through this cache; L2_ONLY loads (PTX .cg, .cv,
+# L1::no_allocate) neither hit nor fill L1 (the timing model's L1, jaxsimt.timing.l1tags)
+L2_ONLY = "l2"
+
 METRIC_LDG_HITS = "emulator__ro_cache_sector_hits.sum"
 METRIC_LDG_MISSES = "emulator__ro_cache_sector_misses.sum"
 METRIC_TEX_HITS = "emulator__tex_cache_sector_hits.sum"
