@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsimt.timing import replay as timing
+from jaxsimt.timing import l1tags
 from jaxsimt.timing import trace as tr
 from jaxsimt.arch import get_arch
 
@@ -67,9 +68,13 @@ def _split(family: str, size: int, suite: str = "") -> str:
     return "train" if family in TRAIN_FAMILIES else "held_out"
 
 
-def micro_samples(arch: str = "h200", names=None, max_steps: int = timing.MAX_STEPS) -> list[Sample]:
+def micro_samples(arch: str = "h200", names=None, max_steps: int = timing.MAX_STEPS,
+                  l1: str = "footprint") -> list[Sample]:
     """The profiled micro-kernels as nvcc compiled them (`jaxsimt.kernels.collection`, the PTX the H200
-    ran), each traced (every block) with the registers ptxas gave it."""
+    ran), each traced (every block) with the registers ptxas gave it, its L1 hits from `l1` (the committed
+    fit used "footprint"; "tags": `jaxsimt.timing.l1tags`, each block on an SM of its own)."""
+    from jaxsimt.run import launch_timing
+
     from jaxsimt.apps import fixtures
     from jaxsimt.kernels import collection
 
@@ -82,8 +87,13 @@ def micro_samples(arch: str = "h200", names=None, max_steps: int = timing.MAX_ST
         hw = hw_all[name]
         r, _ = collection.launch(case, arch=arch, regs=int(hw["launch__registers_per_thread"]), trace=True,
                                  max_steps=200_000)
-        t = tr.from_launch(r)
-        work = timing.plan(t, arch, int(r.stats["active_blocks_per_sm"]), max_steps=max_steps)
+        R = int(r.stats["active_blocks_per_sm"])
+        hit_l1 = None
+        if l1 == "tags" and launch_timing.global_loads(r.program):
+            ctas = np.arange(int(np.prod(r.grid)))
+            hit_l1 = l1tags.hit_fractions(*launch_timing.l1_hits(r, ctas, R, arch, r.stats))
+        t = tr.from_launch(r, hit_l1=hit_l1)
+        work = timing.plan(t, arch, R, max_steps=max_steps)
         out.append(Sample(name, case.program, 0, _split(case.program, 0), work, float(hw["sm__cycles_active.max"]),
                           float(hw["gpu__time_duration.sum"]) * 1e-6))
     return out
