@@ -58,11 +58,8 @@ def model_rates(r, arch) -> dict:
     loads = list(launch_timing.global_loads(prog))
     sectors = np.asarray([float(row.get("sectors", 0)) for row in r.per_instruction])
     n_ctas = int(np.prod(r.grid))
-    array_bytes = sum(float(np.asarray(a).nbytes) for p, a in zip(prog.params, r.args)
-                      if p.is_pointer and a is not None)
-    cls = tr.static_tables(prog)[0]
-    hit_fp, _ = tr.memory_fractions(prog, cls, sectors, array_bytes / max(n_ctas, 1) / arch.sector_size,
-                                    array_bytes / arch.sector_size / max(n_ctas, 1))
+    per_block = tr.array_bytes(r) / max(n_ctas, 1) / arch.sector_size  # footprint and DRAM sectors per block
+    hit_fp, _ = tr.memory_fractions(prog, tr.static_tables(prog)[0], sectors, per_block, per_block)
     load_sectors = sectors[loads].sum()
     R = max(int(r.stats["active_blocks_per_sm"]), 1)
     ctas = replay.traced_blocks(n_ctas, R, arch.num_sms)

@@ -44,10 +44,8 @@ def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, re
     agg = _global_atomics(prog) if prog is not None else {}
     r = None
     if (loads or agg) and mode == "stack":
-        wpb = -(-int(np.prod(block)) // arch.warp_size)
-        cs = l1_cache_shape(result, arch, stats)
-        lookups = l1tags.Collector(cs, loads, wpb, R, np.asarray(ctas) % arch.num_sms)
-        atomics = AtomicTally(agg, wpb, arch.sector_size)
+        cs, lookups = _l1_collector(result, ctas, R, arch, stats, loads)
+        atomics = AtomicTally(agg, -(-int(np.prod(block)) // arch.warp_size), arch.sector_size)
         r = addresses.replay(result, ctas, lambda *a: (lookups(*a), atomics(*a)), pcs=frozenset(loads) | set(agg),
                              trace=True)
     if r is None:
@@ -101,20 +99,20 @@ def l1_hits(result, ctas, blocks_per_sm: int, arch: "Arch | str", stats: dict) -
     own), replayed on an address probe, `blocks_per_sm` at a time on each SM, each L1 what the shared-memory
     carve-out leaves (`l1_carveout`)."""
     arch = get_arch(arch)
-    prog = result.program
-    cs = l1_cache_shape(result, arch, stats)
-    loads = global_loads(prog)
-    wpb = -(-int(np.prod(result.block)) // arch.warp_size)
-    sink = l1tags.Collector(cs, loads, wpb, blocks_per_sm, np.asarray(ctas) % arch.num_sms)
-    n = len(prog.instructions())
+    loads = global_loads(result.program)
+    cs, sink = _l1_collector(result, ctas, blocks_per_sm, arch, stats, loads)
+    n = len(result.program.instructions())
     if not loads or addresses.replay(result, ctas, sink, pcs=frozenset(loads)) is None:
         return np.zeros(n, np.int64), np.zeros(n, np.int64)
     return l1tags.simulate(cs, sink.lookups(), n)
 
 
-def l1_cache_shape(result, arch: Arch, stats: dict) -> rocache.CacheShape:
-    """The geometry of one SM's L1 for the launch: what the shared-memory carve-out leaves (`l1_carveout`)."""
-    return rocache.shape(arch, rocache.cache_bytes(arch, l1_carveout(result, arch, stats)))
+def _l1_collector(result, ctas, blocks_per_sm: int, arch: Arch, stats: dict, loads: dict) -> tuple:
+    """(the L1's geometry: what the shared-memory carve-out leaves, `l1_carveout`; an `l1tags.Collector` of
+    the loads `loads` of blocks `ctas`, block i on SM i mod num_sms)."""
+    cs = rocache.shape(arch, rocache.cache_bytes(arch, l1_carveout(result, arch, stats)))
+    wpb = -(-int(np.prod(result.block)) // arch.warp_size)
+    return cs, l1tags.Collector(cs, loads, wpb, blocks_per_sm, np.asarray(ctas) % arch.num_sms)
 
 
 def l1_carveout(result, arch: Arch, stats: dict) -> int:
@@ -196,8 +194,7 @@ def analytical_stats(result, arch: "Arch | str", dram_bytes: Optional[float] = N
     """The analytical model's prediction for a launch result (`predicted_ms_analytical`)."""
     fmas = sum(r["thread_exec"] for r in result.per_instruction if r["op"] in ("fma", "mad"))
     if dram_bytes is None:
-        dram_bytes = sum(float(np.asarray(a).nbytes) for p, a in zip(result.program.params, result.args)
-                         if p.is_pointer and a is not None)
+        dram_bytes = tr.array_bytes(result)
     return {"predicted_ms_analytical": cost.predict(result.stats, arch, dram_bytes, fmas)["predicted_ms_analytical"]}
 
 

@@ -165,6 +165,13 @@ def streams(prog: Program, step_block: np.ndarray, step_mask: np.ndarray, max_le
     return pcs, lens
 
 
+def array_bytes(result) -> float:
+    """Bytes of a launch result's array arguments (those bound to pointer parameters): the default estimate of
+    the distinct bytes a launch touches."""
+    return sum(float(np.asarray(a).nbytes) for p, a in zip(result.program.params, result.args)
+               if p.is_pointer and a is not None)
+
+
 def memory_fractions(prog: Program, cls: np.ndarray, sectors_total: np.ndarray, footprint_sectors: float,
                      dram_sectors: float, hit_l1: Optional[np.ndarray] = None):
     """Cache estimates per instruction: (hit_l1 [NI], to_dram [NI]).
@@ -215,13 +222,12 @@ def from_launch(result, footprint_bytes_per_block: float | None = None, dram_byt
     keep = np.isin(block, keep_blocks)
     remap = {b: i for i, b in enumerate(keep_blocks)}
     block = np.asarray([remap[b] for b in block[keep]], np.int64)
-    array_bytes = sum(float(np.asarray(a).nbytes) for p, a in zip(prog.params, result.args)
-                      if p.is_pointer and a is not None)
+    n_bytes = array_bytes(result)
     n_ctas = int(np.prod(result.grid))
     if footprint_bytes_per_block is None:
-        footprint_bytes_per_block = array_bytes / max(n_ctas, 1)
+        footprint_bytes_per_block = n_bytes / max(n_ctas, 1)
     if dram_bytes is None:
-        dram_bytes = array_bytes
+        dram_bytes = n_bytes
     # per-block sectors of the traced run (the footprint is per block: compare with one block's sectors)
     n_traced = max(len(keep_blocks), 1)
     sector = float(get_arch(result.arch).sector_size)
