@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import jaxsimt as js
 from jaxsimt.apps import conformance
@@ -78,6 +79,27 @@ def test_immediates_of_every_type_convert_as_compiled():
     want = (r3 + np.uint64(r2)) & np.uint64(0xFFFFFFFF)
     got = b["out"][:32] & np.uint64(0xFFFFFFFF)
     np.testing.assert_array_equal(got, want)
+
+
+_SPECIAL = [0, 1, -1, 2049, 2 ** 24 + 1, 2 ** 31, 2 ** 53 + 1, 2 ** 63, 2 ** 64 - 1, -2 ** 63, 300, 65504,
+            0.0, -0.0, 0.1, 1.5, -2.5, 65504.0, 65520.0, 1e39, 3.4e38, 2.0 ** 63, float("inf"), float("-inf"),
+            float("nan"), 1e-8, 5.96e-8, True, False]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.sampled_from(_SPECIAL), st.integers(-2 ** 64, 2 ** 64), st.floats(width=64),
+                 st.floats(width=32), st.floats(width=16), st.booleans()))
+def test_immediate_bits_equal_jax_conversion(value):
+    # the exact numpy path must give the bits JAX's conversion gives, for every dtype (x64 on, as the machine
+    # is built)
+    import jax
+
+    with jax.enable_x64(True):
+        got = templates._imm_bits.__wrapped__(type(value), value)
+        for i, dt in enumerate(templates.DTYPES):
+            v = templates._through_jax(value, dt.np_dtype)
+            want = 0 if v is None else np.frombuffer(v.tobytes() + b"\0" * (8 - v.nbytes), np.uint64)[0]
+            assert got[i] == want, (value, dt.name)
 
 
 def _machine(case_name, budget):
