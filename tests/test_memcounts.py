@@ -4,6 +4,7 @@ access is counted: global and shared, loads, stores and atomics, vector widths, 
 addresses, ldmatrix, the interpreter tier, ITS, and batch items counted apart."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import jaxsimt as js
 from jaxsimt.machine import core as M
@@ -92,3 +93,52 @@ def test_read_only_lookups_run_in_program_order_across_widths(monkeypatch):
     np.testing.assert_allclose(staged.outputs["ro_widths_param_1"], want, rtol=1e-6)
     rows = [r for r in staged.per_instruction if r.get("cache_hits") or r.get("cache_misses")]
     assert len(rows) == 4 and any(r["cache_hits"] for r in rows) and any(r["cache_misses"] for r in rows)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.sampled_from(["gmem", "smem"]), st.data())
+def test_directions_and_widths_that_share_a_shape_count_as_their_own(name, data):
+    # loads and stores of the widths whose counts come from sectors (global) or bank words (shared) alone are
+    # counted under one shape, each record with its width: every column equals counting each under its own shape
+    import jax
+    import jax.numpy as jnp
+
+    arch = js.get_arch("h200")
+    W, L = 3, arch.warp_size
+    found, shapes = [], []
+    for pc in range(data.draw(st.integers(1, 4))):
+        shape = memcounts.Shape(data.draw(st.sampled_from(["ld", "st"])), name,
+                                data.draw(st.sampled_from([1, 2, 4, 8, 16])), False)
+        base = data.draw(st.lists(st.integers(0, 4096), min_size=W, max_size=W))
+        lanes = data.draw(st.lists(st.integers(-64, 64), min_size=L, max_size=L))
+        addr = (np.asarray(base)[:, None] + np.asarray(lanes)[None, :] * shape.nbytes) % (1 << 16) // shape.nbytes
+        ok = np.asarray(data.draw(st.lists(st.booleans(), min_size=W * L, max_size=W * L))).reshape(W, L)
+        found.append((pc, addr * shape.nbytes, ok, shape.nbytes))
+        shapes.append(shape)
+    item = jnp.zeros((W,), jnp.int32)
+    with jax.enable_x64(True):
+        found = [(pc, jnp.asarray(a, jnp.int64), jnp.asarray(o), n) for pc, a, o, n in found]
+        mem0 = jnp.zeros((1, len(found), memcounts.N_MEM), jnp.int64)
+        own = mem0
+        for shape, (pc, addr, ok, _) in zip(shapes, found):
+            own = memcounts.count_inline(arch, own, pc, shape, addr, ok, item)
+        by_shape: dict = {}
+        for shape, rec in zip(shapes, found):
+            by_shape.setdefault(memcounts.counting_shape(arch, shape), []).append(rec)
+        shared = mem0
+        for shape, recs in by_shape.items():
+            packed = memcounts.pack(recs, len(recs), (W, L), memcounts.sized(shape))
+            shared = memcounts.count_records(arch, shared, shape, packed, item)
+    np.testing.assert_array_equal(np.asarray(shared), np.asarray(own))
+
+
+def test_which_accesses_share_a_counting_shape():
+    arch = js.get_arch("h200")
+    S = memcounts.Shape
+    g = {memcounts.counting_shape(arch, S(op, "gmem", n, False)) for op in ("ld", "st") for n in (1, 2, 4, 8, 16)}
+    assert g == {S(memcounts.ANY_DIRECTION, "gmem", 1, False)}  # every global width: one sector a lane
+    s = {memcounts.counting_shape(arch, S(op, "smem", n, False)) for op in ("ld", "st") for n in (1, 2, 4)}
+    assert s == {S(memcounts.ANY_DIRECTION, "smem", 1, False)}
+    for kept in (S("ld", "smem", 8, False), S("st", "smem", 16, False), S("ld", "gmem", 4, True),
+                 S("ld", memcounts.RO, 0, False)):  # two words a lane, the constant cache, read-only lookups
+        assert memcounts.counting_shape(arch, kept) == kept

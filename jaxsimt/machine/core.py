@@ -285,7 +285,7 @@ class _Exec:
         if self.records is None:
             self.mem = self.m.count_memory(self.mem, pc, shape, addr, ok, self.item)
         else:
-            self.records.append((shape, pc, addr, ok, nbytes))
+            self.records.append((memcounts.counting_shape(self.m.options.arch, shape), pc, addr, ok, nbytes))
 
     def look_up_cached(self, pc, addr, nbytes: int, ok):
         """A read-only load's lookup in its block's cache (`rocache`): here, or as a record for the counter
@@ -1129,7 +1129,7 @@ class Machine:
             def fn(*a):
                 *head, recs = jax.tree_util.tree_unflatten(tree, run(*jax.tree_util.tree_leaves(a)))
                 return (*head, {shape: memcounts.pack([r for sh, r in zip(shapes, recs) if sh == shape], k,
-                                                      self.active_shape, shape.name == memcounts.RO)
+                                                      self.active_shape, memcounts.sized(shape))
                                 for shape, k in slots})
             return fn
 
@@ -1244,7 +1244,7 @@ class Machine:
         slots = []
         if self.defers_counts:
             slots, fns = self._with_records(fns, (data,))
-        out = (data, {shape: memcounts.pack([], k, self.active_shape, shape.name == memcounts.RO) for shape, k in slots})
+        out = (data, {shape: memcounts.pack([], k, self.active_shape, memcounts.sized(shape)) for shape, k in slots})
         for k, fn in enumerate(fns):
             out = lax.cond(self.m_branch[b] == k, lambda o, fn=fn: fn(o[0]), lambda o: o, out)
         data, records = out

@@ -45,10 +45,35 @@ class Shape(NamedTuple):
     const: bool
 
 
-def counts(arch: Arch, shape: Shape, addr, ok) -> tuple:
+ANY_DIRECTION = "ldst"  # the op of a shape that loads and stores of several widths share (`counting_shape`)
+
+
+def counting_shape(arch: Arch, shape: Shape) -> Shape:
+    """The shape an access is counted under in the counter stage. Loads and stores whose counts come from their
+    lanes' sectors (global) or bank words (shared) alone (`memstats.by_sector`, `by_word`) give the same counts
+    whatever their direction and width, so they share one shape, (ANY_DIRECTION, memory, the smallest such
+    width, not const): the stage then compiles that memory's model once per kernel instead of once per
+    direction and width. Its records carry their own widths, for the bytes column. Any other access keeps
+    its shape."""
+    if shape.const or shape.name == RO:
+        return shape
+    fits = memstats.by_sector if shape.name == "gmem" else memstats.by_word
+    if not fits(arch, shape.nbytes):
+        return shape
+    table = arch.global_request_lanes if shape.name == "gmem" else arch.shared_group_lanes
+    return Shape(ANY_DIRECTION, shape.name, min(n for n, _ in table if fits(arch, n)), False)
+
+
+def sized(shape: Shape) -> bool:
+    """Whether records of `shape` carry each access's bytes per lane (`Records.nbytes`): the shapes that
+    several widths share."""
+    return shape.name == RO or shape.op == ANY_DIRECTION
+
+
+def counts(arch: Arch, shape: Shape, addr, ok, nbytes=None) -> tuple:
     """(columns, [rows]) of one access shape: the counter columns it feeds and, per column, the count of each
     warp [W] (addr [W, L] int64 byte addresses, or offsets in the block's shared window; ok [W, L] the lanes
-    that access)."""
+    that access; nbytes [W] each warp's bytes per lane where the shape has no one width, else None)."""
     if shape.const:
         rows = list(constcache.const_counts(addr, ok))
         cols = [MEM_CONST_REQUESTS, MEM_CONST_ACCESSES]
@@ -58,7 +83,8 @@ def counts(arch: Arch, shape: Shape, addr, ok) -> tuple:
     else:
         rows = list(memstats.shared_counts(arch, addr, shape.nbytes, ok))
         cols = [MEM_WAVEFRONTS, MEM_CONFLICTS]
-    return cols + [MEM_BYTES], rows + [jnp.sum(ok, axis=-1) * shape.nbytes]
+    width = shape.nbytes if nbytes is None else nbytes
+    return cols + [MEM_BYTES], rows + [jnp.sum(ok, axis=-1) * width]
 
 
 def tally(x, item, items: int):
@@ -131,7 +157,8 @@ def count_records(arch: Arch, mem, shape: Shape, rec: Records, item):
     """mem [I, NI, N_MEM] with every record of one shape counted at its pc: the K slots' warps counted as
     one wave of K x W warps (slots without lanes count nothing)."""
     K, W, L = rec.ok.shape
-    cols, rows = counts(arch, shape, rec.addr.reshape(K * W, L), rec.ok.reshape(K * W, L))
+    nbytes = None if rec.nbytes is None else jnp.repeat(rec.nbytes, W)
+    cols, rows = counts(arch, shape, rec.addr.reshape(K * W, L), rec.ok.reshape(K * W, L), nbytes)
     # one reduction for every column at once (each is a loop XLA compiles on its own)
     add = jnp.moveaxis(tally(jnp.stack(rows).reshape(len(rows), K, W), item, mem.shape[0]), 0, -1)  # [K, I, C]
     return mem.at[:, rec.pcs[:, None], jnp.asarray(cols)[None, :]].add(jnp.moveaxis(add, 1, 0))

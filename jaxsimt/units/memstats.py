@@ -85,6 +85,23 @@ def _global_fast(keys, active, ratio: int):
     return (starts > 0).astype(jnp.int32), sectors, lines, in_set | runs
 
 
+def by_sector(arch: Arch, nbytes: int) -> bool:
+    """Whether a global access of `nbytes` per lane is counted from its lanes' sectors alone (one request a warp,
+    each aligned lane within one sector): its counts then depend on neither its width nor its direction, and
+    `global_counts` takes the shortcuts (else the exact per-warp model)."""
+    ratio = arch.line_size // arch.sector_size
+    return (arch.coalescing == "sectors" and coalescing.request_lanes(arch, nbytes) == arch.warp_size
+            and nbytes <= arch.sector_size and arch.warp_size < 64 and SPAN % ratio == 0)
+
+
+def by_word(arch: Arch, nbytes: int) -> bool:
+    """Whether a shared access of `nbytes` per lane is counted from its lanes' bank words alone (one group of
+    lanes a warp, each lane within one word, multicast banks): its counts then depend on neither its width
+    nor its direction, and `shared_counts` takes the shortcut (else the exact per-warp model)."""
+    return (arch.shared_multicast == "multicast" and nbytes <= arch.bank_width and arch.shared_banks == 32
+            and banks.group_lanes(arch, nbytes) == arch.warp_size)
+
+
 def global_counts(arch: Arch, addr, nbytes: int, active, op: str):
     """(requests, sectors, lines), each [W] int32, for one global instruction of every warp."""
 
@@ -93,9 +110,7 @@ def global_counts(arch: Arch, addr, nbytes: int, active, op: str):
         return c.requests, c.sectors, c.lines
 
     ratio = arch.line_size // arch.sector_size
-    fast_ok = (arch.coalescing == "sectors" and coalescing.request_lanes(arch, nbytes) == arch.warp_size
-               and nbytes <= arch.sector_size and arch.warp_size < 64 and SPAN % ratio == 0)
-    if not fast_ok:
+    if not by_sector(arch, nbytes):
         return exact(None)
     # Accesses are aligned to their size (<= a sector), so each touches exactly one sector; where every warp's
     # pattern has a shortcut the wave takes it, else the sorted sectors of every warp.
@@ -125,9 +140,7 @@ def shared_counts(arch: Arch, addr, nbytes: int, active):
         return b.wavefronts, b.conflicts
 
     nb = arch.shared_banks
-    fast_ok = (arch.shared_multicast == "multicast" and nbytes <= arch.bank_width and nb == 32
-               and banks.group_lanes(arch, nbytes) == arch.warp_size)
-    if not fast_ok:
+    if not by_word(arch, nbytes):
         return exact(None)
     # Words within a 64-word span: word r and r + 32 (relative to the lowest) share a bank, nothing
     # else does, so the worst bank holds 2 distinct words exactly when both halves of the set overlap.
