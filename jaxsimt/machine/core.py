@@ -19,6 +19,7 @@ item (`Machine.tally`) as they are counted.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import enum
 import functools
@@ -900,7 +901,7 @@ class Machine:
             branch_of[b.index] = len(self.compiled) + keys.setdefault(key, len(keys))
         self.templates = list(keys)  # template keys in branch order
         self.t_rows, self.t_imms = self._operand_tables([b.index for b in interp], [ops for _, ops in shapes])
-        self.branch_of = device_table(branch_of)
+        self.branch_of, self._branch_of = device_table(branch_of), branch_of
         mkeys: dict = {}
         m_branch = np.full(self.NB, -1, np.int32)
         m_pc = np.zeros(self.NB, np.int32)
@@ -935,7 +936,7 @@ class Machine:
                                  + [loads(shape) for shape, *_ in self.templates] + [0])
         self.active_shape = (self.geo.W, self.geo.warp_size)
         self.m_rows, self.m_imms = self._operand_tables([b.index for b in mem_blocks], [ops for _, ops in mem_shapes])
-        self.m_branch, self.m_pc = device_table(m_branch), device_table(m_pc)
+        self.m_branch, self.m_pc, self._m_branch = device_table(m_branch), device_table(m_pc), m_branch
 
     @staticmethod
     def _memory_template(b: Block):
@@ -1106,7 +1107,8 @@ class Machine:
 
     def _with_records(self, fns, args) -> tuple:
         """(the most records of each shape one of `fns` leaves: [(memcounts.Shape, slots)], the fns with their
-        records padded to those slots, as a switch or cond runs them). fns: functions of `args` whose last
+        records padded to those slots, as a switch or cond runs them, and each fn's number of records of each
+        shape: [{shape: n}]). fns: functions of `args` whose last
         output is their `record_list`; each is traced once, here, and its trace run again by the
         padded fn (tracing a block's Python twice would cost as much as a tenth of a small kernel's first
         launch)."""
@@ -1133,7 +1135,7 @@ class Machine:
                                 for shape, k in slots})
             return fn
 
-        return slots, [padded(*t) for t in traced]
+        return slots, [padded(*t) for t in traced], [collections.Counter(shapes) for _, _, shapes in traced]
 
     def count_records(self, mem, cache, records: dict, item):
         """(mem [I, NI, N_MEM], read-only cache) with the step's access records counted: each shape's records
@@ -1237,20 +1239,44 @@ class Machine:
         """Run block b's store or atomic, if it has one, for the `active` lanes (see `jaxsimt.machine.memstage`).
         Returns (state, its access records for the counter stage)."""
         if not self.mem_templates:
-            return s, {}
+            return s, {}, []
         data = (s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow)
         operands = (self.m_pc[b], self.m_rows[b], self.m_imms[b])  # read once for every template
         fns = [self._memory_fn(key, active, wave, dyn, s.zero, operands) for key in self.mem_templates]
-        slots = []
+        slots, per_fn = [], []
         if self.defers_counts:
-            slots, fns = self._with_records(fns, (data,))
+            slots, fns, per_fn = self._with_records(fns, (data,))
         out = (data, {shape: memcounts.pack([], k, self.active_shape, memcounts.sized(shape)) for shape, k in slots})
         for k, fn in enumerate(fns):
             out = lax.cond(self.m_branch[b] == k, lambda o, fn=fn: fn(o[0]), lambda o: o, out)
         data, records = out
         regs, gmem, smem, lmem, mem, fault, cache, findings, shadow = data
         return s._replace(regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, cache=cache,
-                          findings=findings, shadow=shadow), records
+                          findings=findings, shadow=shadow), records, per_fn
+
+    def _merge_records(self, b, shape, body, stage, per_branch: list, per_template: list):
+        """Block b's records of one shape: its body's (from its switch branch) then its memory stage's, in the
+        order they ran. Slots: the most one block leaves (its body's and its stage's together), fewer than the
+        body's slots and the stage's side by side where no block fills both: a loop body's loads and the store
+        after the loop share slots, so a step counts no more records than before they shared a shape."""
+        if body is None or stage is None:
+            return body if stage is None else stage
+        n_body = np.array([per_branch[k][shape] for k in self._branch_of], np.int32)
+        n_stage = np.array([per_template[k][shape] if k >= 0 else 0 for k in self._m_branch], np.int32)
+        K_body, K_stage = body.ok.shape[0], stage.ok.shape[0]
+        K = max(int(np.max(n_body + n_stage)), K_body, K_stage)
+        if K == K_body + K_stage:
+            return memcounts.concat(body, stage)
+        first = device_table(n_body)[b]  # where block b's stage records go: after its body's
+        slot = jnp.arange(K, dtype=jnp.int32)
+        take = (slot >= first) & (slot < first + device_table(n_stage)[b])
+        at = jnp.clip(slot - first, 0, K_stage - 1)
+
+        def merged(x, y):
+            x = jnp.concatenate([x, jnp.zeros((K - K_body,) + x.shape[1:], x.dtype)]) if K > K_body else x
+            return jnp.where(take.reshape((K,) + (1,) * (x.ndim - 1)), y[at], x)
+
+        return memcounts.Records(*(None if x is None else merged(x, y) for x, y in zip(body, stage)))
 
     def _run_block(self, b, fns, s: State, active, wave, dyn: Dyn):
         """Run block b for the `active` lanes [W, L]: its body (its compiled branch or its template), then its
@@ -1259,8 +1285,9 @@ class Machine:
         operands = (self.t_first[b], self.t_rows[b], self.t_imms[b]) if self.templates else ()
         args = ((s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow), s.zero, active, wave,
                 dyn, operands)
+        per_branch = []
         if self.defers_counts:
-            _, fns = self._with_records(fns, args)
+            _, fns, per_branch = self._with_records(fns, args)
         # the phases as named scopes: XLA's instructions keep the name (compile-time and profile breakdowns)
         with jax.named_scope("execute"):
             ws, mem, fault, cache, findings, pending, taken, records = (
@@ -1270,9 +1297,10 @@ class Machine:
         if pending:
             s = s._replace(shadow=self.record_loads(s.shadow, s.findings, pending))
         with jax.named_scope("memory"):
-            s, stored = self._memory_stage(b, s, active, wave, dyn)
+            s, stored, per_template = self._memory_stage(b, s, active, wave, dyn)
         if records or stored:
-            records = {shape: memcounts.concat(records.get(shape), stored.get(shape))
+            records = {shape: self._merge_records(b, shape, records.get(shape), stored.get(shape), per_branch,
+                                                  per_template)
                        for shape in set(records) | set(stored)}
             with jax.named_scope("counters"):
                 mem, cache = self.count_records(s.mem, s.cache, records, self.item_of_warp(wave, dyn))
