@@ -34,18 +34,19 @@ RO = "ro"  # the name in the Shape of a load's lookup in the read-only (texture)
 
 
 class Shape(NamedTuple):
-    """What decides how an access is counted (static): the direction the memory model counts ("ld" or "st"),
+    """What decides how an access is counted (static): the direction the memory model counts ("ld", "st", or
+    ANY_DIRECTION for the shapes loads and stores share: `counting_shape`),
     the memory ("gmem" or "smem"; RO: the lookup of a read-only load in its block's cache, one shape for
     every width, since the lookups' order decides the hits), the bytes per lane (0 for RO), and whether it
     goes through the constant cache."""
 
-    op: str
+    direction: str
     name: str
     nbytes: int
     const: bool
 
 
-ANY_DIRECTION = "ldst"  # the op of a shape that loads and stores of several widths share (`counting_shape`)
+ANY_DIRECTION = "ldst"  # the direction of a shape that loads and stores of several widths share (`counting_shape`)
 
 
 def counting_shape(arch: Arch, shape: Shape) -> Shape:
@@ -67,7 +68,7 @@ def counting_shape(arch: Arch, shape: Shape) -> Shape:
 def sized(shape: Shape) -> bool:
     """Whether records of `shape` carry each access's bytes per lane (`Records.nbytes`): the shapes that
     several widths share."""
-    return shape.name == RO or shape.op == ANY_DIRECTION
+    return shape.name == RO or shape.direction == ANY_DIRECTION
 
 
 def counts(arch: Arch, shape: Shape, addr, ok, nbytes=None) -> tuple:
@@ -78,7 +79,7 @@ def counts(arch: Arch, shape: Shape, addr, ok, nbytes=None) -> tuple:
         rows = list(constcache.const_counts(addr, ok))
         cols = [MEM_CONST_REQUESTS, MEM_CONST_ACCESSES]
     elif shape.name == "gmem":
-        rows = list(memstats.global_counts(arch, addr, shape.nbytes, ok, shape.op))
+        rows = list(memstats.global_counts(arch, addr, shape.nbytes, ok, shape.direction))
         cols = [MEM_REQUESTS, MEM_SECTORS, MEM_LINES]
     else:
         rows = list(memstats.shared_counts(arch, addr, shape.nbytes, ok))
