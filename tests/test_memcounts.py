@@ -142,3 +142,12 @@ def test_which_accesses_share_a_counting_shape():
     for kept in (S("ld", "smem", 8, False), S("st", "smem", 16, False), S("ld", "gmem", 4, True),
                  S("ld", memcounts.RO, 0, False)):  # two words a lane, the constant cache, read-only lookups
         assert memcounts.counting_shape(arch, kept) == kept
+
+
+@pytest.mark.parametrize("case", ["dsl_histogram", "glob_ld_elem_16B_float4"])
+def test_shared_counting_shapes_count_as_shapes_of_their_own(case):
+    # small launches count loads and stores under shared shapes, optimised ones each under its own: the same
+    # counters either way
+    shared = launch_fresh(case, optimize=False)
+    own = launch_fresh(case, optimize=True)
+    assert_same_run(shared, own)

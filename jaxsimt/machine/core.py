@@ -286,7 +286,7 @@ class _Exec:
         if self.records is None:
             self.mem = self.m.count_memory(self.mem, pc, shape, addr, ok, self.item)
         else:
-            self.records.append((memcounts.counting_shape(self.m.options.arch, shape), pc, addr, ok, nbytes))
+            self.records.append((self.m.counting_shape(shape), pc, addr, ok, nbytes))
 
     def look_up_cached(self, pc, addr, nbytes: int, ok):
         """A read-only load's lookup in its block's cache (`rocache`): here, or as a record for the counter
@@ -1253,6 +1253,15 @@ class Machine:
         regs, gmem, smem, lmem, mem, fault, cache, findings, shadow = data
         return s._replace(regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, cache=cache,
                           findings=findings, shadow=shadow), records, per_fn
+
+    def counting_shape(self, shape: memcounts.Shape) -> memcounts.Shape:
+        """The shape the counter stage counts an access under. Without `optimize` (small launches, where the
+        compilation is most of a first call) loads and stores whose counts agree share one
+        (`memcounts.counting_shape`): one model compiled per memory instead of per direction and width, for
+        the price of counting every slot of the shared shape at any step that has one of them (the corpus:
+        first calls a tenth faster, second runs of its small programs a seventh slower; docs/performance.md).
+        With `optimize`, where the run is what takes the time, each keeps its own."""
+        return shape if self.options.optimize else memcounts.counting_shape(self.options.arch, shape)
 
     def _merge_records(self, b, shape, body, stage, per_branch: list, per_template: list):
         """Block b's records of one shape: its body's (from its switch branch) then its memory stage's, in the
