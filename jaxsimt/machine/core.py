@@ -1237,7 +1237,8 @@ class Machine:
 
     def _memory_stage(self, b, s: State, active, wave, dyn: Dyn):
         """Run block b's store or atomic, if it has one, for the `active` lanes (see `jaxsimt.machine.memstage`).
-        Returns (state, its access records for the counter stage)."""
+        Returns (state, its access records for the counter stage, each memory template's number of records of
+        each shape: [{shape: n}])."""
         if not self.mem_templates:
             return s, {}, []
         data = (s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow)
