@@ -23,6 +23,7 @@ import os
 from typing import Any, Callable, Optional, Sequence
 
 from jaxsimt import types as T
+from jaxsimt.units import lsu
 from jaxsimt.program import (
     BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
     SourceLoc, Terminator, finalize, fold_moves,
@@ -654,10 +655,16 @@ FULL_MASK = 0xFFFFFFFF
 
 
 def _shfl(mode, value, lane_arg, width, mask) -> Value:
+    """shfl.sync as CUDA's `__shfl*_sync` emits it: the width packed into the ISA's clamp and segment mask
+    operand (an immediate for a constant width, computed in registers for a variable one)."""
     b = _builder()
+    if isinstance(width, Value):
+        control = ((lsu.SHFL_LANES - width) << 8) | (0 if mode == "up" else lsu.SHFL_LANES - 1)
+    else:
+        control = lsu.shuffle_control(mode, int(width))
     r = b.reg(value.dtype)
-    b.emit("shfl", [r], [value.reg, _operand(lane_arg, T.s32), _operand(width, T.s32)],
-           mode=mode, membermask=int(mask), type=value.dtype.name)
+    b.emit("shfl", [r], [value.reg, _operand(lane_arg, T.s32), _operand(control, T.s32)],
+           mode=mode, membermask=int(mask) & 0xFFFFFFFF, type=value.dtype.name)
     return Value(r)
 
 

@@ -72,7 +72,7 @@ def _one(body: str, regs: str = ".reg .b32 %r<8>;\n .reg .pred %p<2>;"):
 
 
 def test_ptx_and_dsl_shuffles_have_one_member_mask():
-    (shfl,) = [i for i in _one("shfl.sync.down.b32 %r1, %r2, 8, 31, 0x0000ffff;") if i.operation.op == "ptx.shfl"]
+    (shfl,) = [i for i in _one("shfl.sync.down.b32 %r1, %r2, 8, 31, 0x0000ffff;") if i.operation.op == "shfl"]
     assert isa.member_mask(shfl) == sanitizer.member_mask(shfl) == its.member_mask(shfl) == 0xFFFF
 
 
@@ -116,3 +116,35 @@ def test_dsl_and_ptx_share_one_vote_and_one_sreg():
         assert isa.member_mask(ops["vote"]) == 0xFFFF
     r = jaxsimt.launch(_partial_vote, 1, 32, (np.zeros(32, np.uint32),))
     assert set(np.asarray(r["out"]).tolist()) == {sum(1 << i for i in range(4, 16))}
+
+
+@jaxsimt.kernel
+def _shfl_cmp_cvt(x: jaxsimt.Ptr[jaxsimt.s32], out: jaxsimt.Ptr[jaxsimt.f32]):
+    t = jaxsimt.threadIdx.x
+    v = jaxsimt.shfl_down_sync(x[t], 1, width=16)
+    out[t] = jaxsimt.where(v < 7, v.astype(jaxsimt.f32), 0.5)
+
+
+def test_dsl_and_ptx_share_one_shfl_setp_and_cvt():
+    """One entry each, in the ISA's operand form: the DSL's shuffle width travels packed into `c`, as in nvcc's
+    code for `__shfl_down_sync(0xffffffff, v, 1, 16)`, and the same attributes reach the semantics."""
+    ptx = {i.operation.op: i for i in _one(
+        "shfl.sync.down.b32 %r1, %r2, 1, 4127, -1;\n setp.lt.s32 %p1, %r1, 7;\n"
+        " cvt.rn.f32.s32 %f1, %r1;", ".reg .b32 %r<8>;\n .reg .pred %p<2>;\n .reg .f32 %f<2>;")}
+    dsl = {i.operation.op: i for b in _shfl_cmp_cvt.program.blocks for i in b.instrs}
+    assert 4127 == (16 << 8) | 31
+    for ops in (ptx, dsl):
+        assert {"shfl", "setp", "cvt"} <= set(ops) and not {o for o in ops if o.startswith("ptx.") and o != "ptx.guard"}
+        assert ops["shfl"].src[2].value == 4127 and ops["shfl"].attr("mode") == "down"
+        assert isa.member_mask(ops["shfl"]) == 0xFFFFFFFF and isa.timing_class(ops["shfl"]) == "shuffle"
+        assert ops["setp"].attr("cmp") == "lt" and ops["cvt"].attr("to") == "f32"
+    x = np.array([(i * 5) % 11 for i in range(32)], np.int32)
+    out = np.asarray(jaxsimt.launch(_shfl_cmp_cvt, 1, 32, (x, np.zeros(32, np.float32)))["out"])
+    src = np.array([i + 1 if (i % 16) < 15 else i for i in range(32)])
+    v = x[src]
+    np.testing.assert_array_equal(out, np.where(v < 7, v.astype(np.float32), 0.5))
+
+
+def test_no_ptx_op_duplicates_a_shared_one():
+    """The lowering's own `ptx.<name>` ops are only those the DSL has no form of."""
+    assert {n[4:] for n in isa.OPS if n.startswith("ptx.")} & set(isa.OPS) == set()

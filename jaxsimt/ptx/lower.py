@@ -837,7 +837,7 @@ class _Lowerer:
         if not comb and not setty and len(dsts) == 1:
             self.emit("setp", dsts, srcs, loc, type=st.name, cmp=cmp)
         else:
-            self.emit("ptx.setp", dsts, srcs, loc, type=st.name, cmp=cmp, combine=comb, cneg=cneg, set=setty)
+            self.emit("setp", dsts, srcs, loc, type=st.name, cmp=cmp, combine=comb, cneg=cneg, set=setty)
 
     def cvt(self, ins, ctx, loc, S, D):
         dt, stt = ins.types[0], ins.types[1]
@@ -847,7 +847,7 @@ class _Lowerer:
         rnd = next((m for m in ins.modifiers if m in _ROUND | _IROUND), None)
         if {"rna", "rs", "satfinite"} & mods:
             self.fail(ins, "cvt .rna/.rs/.satfinite not supported")
-        self.emit("ptx.cvt", [D(0)], [S(1, _dtype(stt))], loc, type=stt, to=dt, rnd=rnd, sat="sat" in mods,
+        self.emit("cvt", [D(0)], [S(1, _dtype(stt))], loc, type=stt, to=dt, rnd=rnd, sat="sat" in mods,
                   relu="relu" in mods)
 
     def vote(self, ins, ctx, loc):
@@ -907,7 +907,7 @@ class _Lowerer:
             mm = int(mm.value) & 0xFFFFFFFF
         else:
             mm = None
-        self.emit("ptx.shfl", dsts, srcs, loc, mode=mode, membermask=mm)
+        self.emit("shfl", dsts, srcs, loc, mode=mode, membermask=mm)
 
     # ---------------------------------------------------------------- tensor cores
     def _regs(self, op, ctx, ins, what):
@@ -1130,7 +1130,7 @@ class _Lowerer:
                 tmps = [self.temp(t) for _ in dsts]
                 self.emit("ld", tmps, [src0], loc, **attrs)
                 for d, tmp in zip(dsts, tmps):
-                    self.emit("ptx.cvt", [d], [tmp], loc, type=ty, to=f"s{d.dtype.bits}", rnd=None, sat=False,
+                    self.emit("cvt", [d], [tmp], loc, type=ty, to=f"s{d.dtype.bits}", rnd=None, sat=False,
                               relu=False)
                 return
             self.emit("ld", dsts, [src0], loc, **attrs)

@@ -27,7 +27,7 @@ UNDEF, INT, TOP = "undef", "int", "top"
 
 # ops that carry a pointer through unchanged when their other operands are integers
 _OFFSETTING = frozenset({"add", "sub", "and", "or"})
-_COPYING = frozenset({"mov", "cvta", "cvt", "ptx.cvt"})  # a pointer converted between widths stays itself
+_COPYING = frozenset({"mov", "cvta", "cvt"})  # a pointer converted between widths stays itself
 _MEMORY = frozenset({"ld", "st", "atom"})
 
 

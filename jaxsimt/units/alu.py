@@ -246,16 +246,12 @@ def execute(op: str, ins, args, dtype: DType, zero):
         return shl(args[0], args[1], dtype)
     if op == "shr":
         return shr(args[0], args[1], dtype)
-    if op == "setp":
-        return setp(args[0], args[1], ins.attr("cmp"), dtype)
     if op == "selp":
         return jnp.where(args[2], args[0], args[1])
-    if op == "cvt":
-        return cvt(args[0], dtype, T.BY_NAME[ins.attr("to")])
     if op in ("sqrt", "rsqrt", "rcp", "ex2", "lg2", "sin", "cos"):
         return unary_float(op, args[0], dtype)
     raise NotImplementedError(op)
 
 
-ALU_OPS = frozenset("mov add sub mul mad fma div rem neg abs min max and or xor not shl shr setp selp cvt "
+ALU_OPS = frozenset("mov add sub mul mad fma div rem neg abs min max and or xor not shl shr selp "
                     "sqrt rsqrt rcp ex2 lg2 sin cos".split())

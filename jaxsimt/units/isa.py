@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
-from jaxsimt.units import alu, generic, lsu, ptxops, texture
+from jaxsimt.units import alu, generic, ptxops, texture
 from jaxsimt import types as T
 from jaxsimt.units.mma import execute as mma_execute
 from jaxsimt.program import Imm, Instr
@@ -88,12 +88,6 @@ def _memory(ex, ins, pc):
     ex.memory(ins, pc)
 
 
-def _shfl(ex, ins, pc):
-    val, _ = lsu.warp_shuffle(ex.read(ins.src[0]), ins.attr("mode"), ex.read(ins.src[1]), ex.read(ins.src[2]),
-                              ex.m.lane[None, :])
-    ex.write(ins.dst[0], val)
-
-
 def _warpsync(ex, ins, pc):
     """`__syncwarp(mask)` / `bar.warp.sync`: nothing to compute. Under the reconvergence stack the warp runs
     in lockstep already; under ITS the wait happens before the block runs (`its.ItsMachine`)."""
@@ -149,7 +143,13 @@ _ENTRIES = (
         Op("st", _memory, _space_class, memory="write", feeds=frozenset({"memory"})),
         Op("atom", _memory, _space_class, memory="atomic", feeds=frozenset({"memory"})),
         Op("tex2d", texture.tex2d, "alu", memory="read", feeds=frozenset({"texture"})),
-        Op("shfl", _shfl, "shuffle", warp_sync=True, mask=_attr_mask),
+        # the full PTX forms, which both front ends emit: setp with its combining predicate and `set` form, cvt
+        # with rounding modes, .sat and .relu, shfl.sync with the ISA's packed clamp and segment mask (the DSL
+        # packs CUDA's width into it as the CUDA headers do). A shuffle issues to the MIO queue as shared
+        # memory does, hence its own timing class.
+        Op("setp", ptxops.setp),
+        Op("cvt", ptxops.cvt),
+        Op("shfl", ptxops.shfl, "shuffle", warp_sync=True, mask=_attr_mask),
         # vote.sync d, p, membermask (both front ends: `__all_sync` & co. pass their mask as an immediate); classed
         # as the PTX lowering's was calibrated, VOTE being an integer-pipe instruction
         Op("vote", ptxops.vote, "alu", warp_sync=True, mask=_src_mask(1)),
@@ -166,18 +166,17 @@ _ENTRIES = (
         Op("ret", None, "control"),
     ]
     # the PTX lowering's own ops (jaxsimt.units.ptxops). Their timing class is "alu" throughout (what the
-    # calibrated timing model was fitted with), including the rounding-mode float arithmetic and the
-    # shuffles that the DSL's ops class as fp32 / shuffle.
+    # calibrated timing model was fitted with), including the rounding-mode float arithmetic that the DSL's
+    # ops class as fp32.
     + [Op("ptx.guard", ptxops.guard), Op("ptx.nop", ptxops.nop)]
     + [Op("ptx." + n, getattr(ptxops, f)) for n, f in (
         ("mul.hi", "mul_hi"), ("mul.wide", "mul_wide"), ("sat", "sat_int"), ("mul24", "mul24"), ("sad", "sad"),
         ("dp4a", "dp4a"), ("popc", "popc"), ("clz", "clz"), ("brev", "brev"), ("bfe", "bfe"), ("bfi", "bfi"),
         ("bfind", "bfind"), ("prmt", "prmt"), ("lop3", "lop3"), ("shf", "shf"), ("cnot", "cnot"),
         ("farith", "farith"), ("minmax", "minmax"), ("copysign", "copysign"), ("testp", "testp"),
-        ("funary", "funary"), ("cvt", "cvt"), ("pack", "pack"), ("unpack", "unpack"), ("x2", "x2"),
-        ("setp", "setp"), ("activemask", "activemask"))]
-    + [Op("ptx.shfl", ptxops.shfl, warp_sync=True, mask=_attr_mask),
-       Op("ptx.redux", ptxops.redux, warp_sync=True, mask=_src_mask(1)),
+        ("funary", "funary"), ("pack", "pack"), ("unpack", "unpack"), ("x2", "x2"),
+        ("activemask", "activemask"))]
+    + [Op("ptx.redux", ptxops.redux, warp_sync=True, mask=_src_mask(1)),
        Op("ptx.match", ptxops.match, warp_sync=True, mask=_src_mask(1))]
 )
 

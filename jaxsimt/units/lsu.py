@@ -253,7 +253,10 @@ def atomic(words, widx, active, aop: str, dtype: DType, operands):
     return new_words, old[inv].reshape(shape)
 
 
-def shuffle_control(mode: str, width, warp_size: int = 32):
+SHFL_LANES = 32  # the lanes shfl.sync's 5-bit lane, clamp and segment fields address (the PTX ISA's warp)
+
+
+def shuffle_control(mode: str, width, warp_size: int = SHFL_LANES):
     """The packed `c` operand of shfl.sync that CUDA's `__shfl*_sync(..., width)` passes: the segment mask
     (warp_size - width) in bits 8-12 and the clamp value in bits 0-4 (0 for `up`, warp_size - 1 otherwise).
     width: a power of two in [1, warp_size], scalar or array."""
@@ -293,13 +296,4 @@ def warp_shuffle_isa(vals, mode: str, b, c, lane):
     return take_along(vals, src, axis=-1), valid
 
 
-def warp_shuffle(vals, mode: str, b, width, lane):
-    """CUDA's `__shfl*_sync(mask, v, b, width)`: vals [W, L]; b and width broadcast to [W, L].
-
-    The shfl.sync of the PTX ISA with c = shuffle_control(mode, width). Returns (values, valid) as
-    `warp_shuffle_isa`."""
-    width = jnp.broadcast_to(width, vals.shape).astype(jnp.int32)
-    return warp_shuffle_isa(vals, mode, b, shuffle_control(mode, width, vals.shape[-1]), lane)
-
-
-__all__ = ["split_address", "load", "store", "atomic", "shuffle_control", "warp_shuffle", "warp_shuffle_isa"]
+__all__ = ["split_address", "load", "store", "atomic", "SHFL_LANES", "shuffle_control", "warp_shuffle_isa"]

@@ -1,4 +1,6 @@
-"""PTX instruction semantics the core ALU lacks: the `ptx.<name>` ops of the instruction table (`jaxsimt.units.isa`).
+"""Instruction semantics beyond the core ALU: the `ptx.<name>` ops of the instruction table (`jaxsimt.units.isa`)
+that only the PTX lowering emits, and the full PTX forms of `setp`, `cvt`, `shfl`, `vote` and the special
+registers, which both front ends emit (the DSL in their simple forms).
 
 Every op here reads its operands through the executing block's helper (`ex.read`,
 `ex.write`, `ex.active`), so it runs on whole warps like the built-in ops. Rounding is exact where PTX
@@ -419,12 +421,15 @@ def funary(ex, ins, pc):
 
 def cvt(ex, ins, pc):
     """cvt with PTX rounding modes: float->int .rni/.rzi/.rmi/.rpi (default rzi), float->float .rn/.rz/.rm/.rp
-    and integral rounding .rni/.rzi/.rmi/.rpi, int->float with .rn/.rz/.rm/.rp (exact via f64 for 32-bit
-    integers; 64-bit integers round once to f64 first), .sat (integer destinations clamp, float ones clamp to
+    and integral rounding .rni/.rzi/.rmi/.rpi, int->float with .rn/.rz/.rm/.rp (directed modes exact via f64
+    for 32-bit integers; 64-bit integers round once to f64 first), .sat (integer destinations clamp, float ones clamp to
     [0, 1]), .relu."""
     src, dst = _t(ins, "type"), _t(ins, "to")
     rnd, sat = ins.attr("rnd"), ins.attr("sat")
     x = ex.read(ins.src[0], src)
+    if T.pred in (src, dst):  # the DSL's bool <-> number conversions (C's: nonzero is true, true is 1)
+        ex.write(ins.dst[0], alu.cvt(x, src, dst))
+        return
     if src.is_float and dst.is_int:
         x64 = x.astype(jnp.float64)
         f = {"rni": jnp.round, "rzi": jnp.trunc, "rmi": jnp.floor, "rpi": jnp.ceil, None: jnp.trunc}[rnd]
@@ -444,6 +449,8 @@ def cvt(ex, ins, pc):
             f = {"rni": jnp.round, "rzi": jnp.trunc, "rmi": jnp.floor, "rpi": jnp.ceil}[rnd]
             r = f(x.astype(jnp.float64))
             r = round_f64_to(r, dst, "rn")
+        elif src.is_int and rnd in (None, "rn"):
+            r = alu.cvt(x, src, dst)  # one correctly rounded conversion, 64-bit integers included
         elif src.is_int and src.bits == 64 and dst != T.f64:
             r = round_f64_to(alu.cvt(x, src, T.f64), dst, rnd)
         else:
@@ -648,7 +655,7 @@ def shfl(ex, ins, pc):
     c packs the clamp value (bits 0-4) and the segment mask (bits 8-12). A lane whose source is out of
     its segment keeps its own value and gets p = false."""
     shape = ex.active.shape
-    a = jnp.broadcast_to(ex.read(ins.src[0], T.u32), shape)
+    a = jnp.broadcast_to(ex.read(ins.src[0]), shape)  # PTX's are .b32; a DSL 64-bit value moves whole, as CUDA's pair
     d, ok = lsu.warp_shuffle_isa(a, ins.attr("mode"), ex.read(ins.src[1], T.u32), ex.read(ins.src[2], T.u32),
                                  ex.m.lane[None, :])
     ex.write(ins.dst[0], d)
