@@ -148,3 +148,44 @@ def test_dsl_and_ptx_share_one_shfl_setp_and_cvt():
 def test_no_ptx_op_duplicates_a_shared_one():
     """The lowering's own `ptx.<name>` ops are only those the DSL has no form of."""
     assert {n[4:] for n in isa.OPS if n.startswith("ptx.")} & set(isa.OPS) == set()
+
+
+CVT_PTX = HEAD + """
+.visible .entry cvt64(.param .u64 px, .param .u64 pout)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<8>;
+    .reg .f32 %f<2>;
+    ld.param.u64 %rd1, [px];
+    ld.param.u64 %rd2, [pout];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 8;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.s64 %rd5, [%rd4];
+    cvt.rn.f32.s64 %f1, %rd5;
+    mul.wide.u32 %rd6, %r1, 4;
+    add.s64 %rd7, %rd2, %rd6;
+    st.global.f32 [%rd7], %f1;
+    ret;
+}
+"""
+
+
+@jaxsimt.kernel
+def _cvt64(x: jaxsimt.Ptr[jaxsimt.s64], out: jaxsimt.Ptr[jaxsimt.f32]):
+    t = jaxsimt.threadIdx.x
+    out[t] = x[t].astype(jaxsimt.f32)
+
+
+def test_a_64_bit_integer_converts_to_f32_with_one_rounding():
+    """2^60 + 2^36 + 1 lies just above the midpoint of two f32 values: rounding once gives the upper one, rounding
+    through f64 first (which drops the 1) a tie that goes to the even, lower one. Both front ends, as numpy."""
+    from jaxsimt.ptx import launch as ptx_launch
+    x = np.array([2**60 + 2**36 + 1, -(2**60 + 2**36 + 1), 2**62 - 1, -5, 0, 2**63 - 1, -2**63, 123456789], np.int64)
+    x = np.resize(x, 32)
+    want = x.astype(np.float32)
+    assert want[0] == np.float32(2**60 + 2**37)
+    dsl = jaxsimt.launch(_cvt64, 1, 32, (x, np.zeros(32, np.float32)))["out"]
+    ptx = ptx_launch(CVT_PTX, "cvt64", 1, 32, (x, np.zeros(32, np.float32)))["pout"]
+    np.testing.assert_array_equal(np.asarray(dsl), want)
+    np.testing.assert_array_equal(np.asarray(ptx), want)
