@@ -29,7 +29,7 @@ sys.path.insert(0, ROOT)
 from jaxsimt.kernels.suites import harness as H  # noqa: E402
 from jaxsimt.machine import core  # noqa: E402
 
-PHASES = ("schedule", "execute", "memory", "counters")
+PHASES = ("schedule", "execute", "memory", "counters", "terminators", "barriers", "tally", "xbranch", "xover", "xpop")
 DEFAULT_CASES = ("cuda_samples.vectorAdd", "cuda_samples.transpose", "cuda_samples.reduction", "rodinia.srad_v2",
                  "polybench.correlation")
 
@@ -112,7 +112,7 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "compile_cpu.json"))
     a = ap.parse_args(argv)
     rows = [measure(c) for c in a.cases]
-    cols = ("schedule", "execute", "memory", "counters", "step, other", "outside")
+    cols = PHASES + ("step, other", "outside")
     print(f"{'case':32s} {'waves':>5s} {'first s':>8s} {'trace s':>8s} {'lower s':>8s} {'XLA s':>7s} {'instr':>7s}  "
           + " ".join(f"{c:>11s}" for c in cols))
     for r in rows:

@@ -141,3 +141,75 @@ def test_plan_compiles_loops_first_within_the_budget():
     a = js.launch(seeds.naive_matrix_multiply, (2, 2), (16, 16), args, compile_budget=None)
     b = js.launch(seeds.naive_matrix_multiply, (2, 2), (16, 16), args, compile_budget=budget)
     assert_same_run(a, b)
+
+
+ARRAYS_PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry arrays(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u32 pn)
+{
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<16>;
+    .shared .align 4 .b32 s1[32];
+    .shared .align 4 .b32 s2[32];
+    ld.param.u64 %rd1, [pa];
+    ld.param.u64 %rd2, [pb];
+    ld.param.u64 %rd3, [pc];
+    ld.param.u32 %r5, [pn];
+    cvta.to.global.u64 %rd4, %rd1;
+    cvta.to.global.u64 %rd5, %rd2;
+    cvta.to.global.u64 %rd6, %rd3;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd7, %r1, 4;
+    add.s64 %rd8, %rd4, %rd7;
+    add.s64 %rd9, %rd5, %rd7;
+    add.s64 %rd10, %rd6, %rd7;
+    mov.u32 %r2, s1;
+    mov.u32 %r3, s2;
+    shl.b32 %r4, %r1, 2;
+    add.s32 %r6, %r2, %r4;
+    add.s32 %r7, %r3, %r4;
+    st.shared.u32 [%r6], %r1;
+    st.shared.u32 [%r7], %r5;
+    bar.sync 0;
+    xor.b32 %r8, %r4, 4;
+    add.s32 %r9, %r2, %r8;
+    add.s32 %r10, %r3, %r8;
+    ld.shared.u32 %r11, [%r9];
+    ld.shared.u32 %r12, [%r10];
+    st.global.u32 [%rd8], %r11;
+    st.global.u32 [%rd9], %r12;
+    add.s32 %r13, %r11, %r12;
+    st.global.u32 [%rd10+OFFSET], %r13;
+    ret;
+}
+"""
+
+
+def _arrays(offset: int, budget):
+    from jaxsimt.ptx import launch as ptx_launch
+    a, b, c = (np.zeros(32, np.uint32) for _ in range(3))
+    return ptx_launch(ARRAYS_PTX.replace("OFFSET", str(offset)), "arrays", 1, 32, (a, b, c, np.uint32(7)),
+                      compile_budget=budget)
+
+
+def test_accesses_to_different_arrays_share_a_template_and_keep_their_own_bounds():
+    """Interpreted, the stores to three parameters' arrays are one memory-stage template, and those to two shared
+    variables another (the array is an operand, looked up at run time); each access is still checked against
+    its own array: c[t + 64] lands in no array, c[t - 64] inside b, and both fault as out of c's bounds."""
+    compiled, interpreted = _arrays(0, None), _arrays(0, 0)
+    assert_same_run(compiled, interpreted)
+    t = np.arange(32, dtype=np.uint32)
+    np.testing.assert_array_equal(interpreted["pa"], t ^ 1)
+    np.testing.assert_array_equal(interpreted["pc"], (t ^ 1) + 7)
+    np.testing.assert_array_equal(interpreted["pb"], np.full(32, 7))
+    prog = interpreted.program
+    assert all(b.interpret for b in prog.blocks if b.instrs)
+    keys = {str(templates.template_of(b)[0]) for b in prog.blocks if b.instrs and b.instrs[-1].op == "st"}
+    assert len(keys) == 2, keys  # one global store template, one shared
+    for off in (256, -256):
+        for budget in (None, 0):
+            with pytest.raises(Exception, match="out-of-bounds global store of .pc. at byte offset -?256 "):
+                _arrays(off, budget)

@@ -278,6 +278,11 @@ class _Exec:
         """A memory instruction's constant byte (or, indexed, element-scaled) offset."""
         return ins.attr("offset", 0)
 
+    def array_of(self, ins: Instr, key: str):
+        """The array a PTX address derives from (`key`: "origin", a parameter's index, or "shared_array", a
+        shared variable's; jaxsimt.ptx.provenance): an int, None, or (origin) the name of another space."""
+        return ins.attr(key)
+
     def count(self, pc, op: str, name: str, addr, nbytes: int, ok, space: str = ""):
         """Count one access of every warp of the step at instruction pc (`memcounts`): here, or as a record for
         the step's counter stage. op: "ld" or "st", the direction the memory model counts; name: "gmem" or
@@ -359,14 +364,15 @@ class _Exec:
                 # ([%r+4] with %r = -4 is byte 0)
                 off = off & 0xFFFFFFFF
         if space in ("global", "generic", "const"):
+            origin = self.array_of(ins, "origin")
             if arr is not None:
                 base, size = self.bases[:, arr, None], self.sizes[:, arr, None]
                 addr = base + off
                 rel = off
-            elif isinstance(ins.attr("origin"), int):
+            elif origin is not None and not isinstance(origin, str):
                 # a pointer derived from a parameter (jaxsimt.ptx.provenance): checked against that parameter's
                 # allocation, wherever the address lands
-                p = ins.attr("origin")
+                p = origin
                 addr = off
                 base, size = self.bases[:, p, None], self.sizes[:, p, None]
                 rel = addr - base
@@ -384,7 +390,7 @@ class _Exec:
                     size = jnp.where(ins_q, sizes[:, q.index], size)
                 rel = jnp.where(hit, addr - base, addr)
                 size = jnp.where(hit, size, -1)
-                if ins.attr("origin") in ("shared", "local"):  # a shared/local variable's address used as global
+                if origin in ("shared", "local"):  # a shared/local variable's address used as global
                     self.record_fault(errors.WRONG_SPACE, pc, act, addr)
                     act = jnp.zeros_like(act)  # no lane accesses (nor faults again as out of bounds)
             name, code = "gmem", errors.OOB_GLOBAL
@@ -395,9 +401,13 @@ class _Exec:
                 base, size = decl.offset, decl.nbytes
                 addr = base + off
                 rel = off
-            elif ins.attr("shared_array") is not None:  # a shared variable's address (jaxsimt.ptx.provenance)
-                decl = m.program.shared[ins.attr("shared_array")]
-                addr, rel, size = off, off - decl.offset, decl.nbytes
+            elif (var := self.array_of(ins, "shared_array")) is not None:  # a shared variable's address
+                # (jaxsimt.ptx.provenance): checked against that variable
+                if isinstance(var, int):
+                    start, size = m.program.shared[var].offset, m.program.shared[var].nbytes
+                else:
+                    start, size = (jnp.asarray(t)[var] for t in m.shared_extents)
+                addr, rel = off, off - start
             else:
                 addr, rel, size = off, off, m.program.shared_bytes
             name, code = "smem", errors.OOB_SHARED
@@ -547,6 +557,12 @@ class _TemplateExec(_Exec):
             return self.read(Reg(templates.PLACEHOLDER - off.k, T.s64)).astype(jnp.int64)
         return off
 
+    def array_of(self, ins: Instr, key: str):
+        v = ins.attr(key)
+        if isinstance(v, templates.ArrayOperand):  # the array is an operand of the template: a traced int32 []
+            return self.read(Reg(templates.PLACEHOLDER - v.k, T.s32))
+        return v
+
 
 _CLASSIC_EMITTERS = "xla_cpu_use_fusion_emitters"
 _EXACT_HALVES = "xla_allow_excess_precision"
@@ -671,6 +687,9 @@ class Machine:
         warp = np.arange(W, dtype=np.int32)
         self.cta_of_warp = device_table(warp // geo.warps_per_block)
         self.warp_in_cta = device_table(warp % geo.warps_per_block)
+        # each shared variable's (first byte, bytes), for templates whose variable is a run-time operand
+        self.shared_extents = (np.array([d.offset for d in program.shared] or [0], np.int64),
+                               np.array([d.nbytes for d in program.shared] or [0], np.int64))
         # Terminator tables, indexed by the running block.
         terms = [b.term for b in program.blocks]
         self.t_kind = device_table([int(_KIND[t.kind]) for t in terms], jnp.int32)
@@ -1339,46 +1358,53 @@ class Machine:
         kind, target, fall, reconv, tpc = (self.t_kind[b], self.t_target[b], self.t_fall[b], self.t_reconv[b],
                                            self.t_pc[b])
         st, exited, waiting = s.stack, s.exited, s.waiting
-        # barrier: every live lane of the warp must be here
-        at_bar = sel & (kind == TermKind.BARRIER)
-        live = self.valid_mask(wave, dyn) & ~exited
-        missing = self.unpack(live & ~mask & ~self.parked_for_exit(st, mask)) & at_bar[:, None]
-        fault, findings = self.flag(fault, findings, errors.DIVERGENT_BARRIER, tpc, missing, 0, wave)
-        # every terminator as a branch: a conditional one splits the lanes by its predicate; every lane of a
-        # fall-through, jump or barrier goes to the target, of an exit to the exit pseudo-block
-        is_branch = kind == TermKind.BRANCH
-        st, div, overflow = stack.branch(st, sel, jnp.where(is_branch, taken & mask, mask),
-                                         jnp.where(is_branch, mask & ~taken, jnp.uint32(0)),
-                                         jnp.where(kind == TermKind.EXIT, self.exit_pc, target), fall, reconv)
-        fault = record_fault(fault, errors.STACK_OVERFLOW, tpc, overflow[:, None] & (self.lane == 0)[None, :],
-                             st.sp[:, None], wave)
-        # a warp's arrival counts the warp size, as the hardware counts it
-        bars, findings, at_bar = self.barrier_arrive(s.barriers, findings, at_bar, self.unpack(mask) & at_bar[:, None],
-                                                     b, g.warp_size, wave)
-        waiting = waiting | at_bar
-        # exit
-        at_exit = sel & (kind == TermKind.EXIT)
-        exited = jnp.where(at_exit, exited | mask, exited)
-        st = stack.pop_reconverged(st, exited)
-        # deadlock: live warps, none ready
-        dead = ~jnp.any(ready) & jnp.any(alive)
-        fault = fault.unless(dead, Fault.of(errors.DEADLOCK, wave))
-        bars, findings, waiting = self.barrier_release(bars, findings, waiting, ~(st.sp > 0), at_bar[:, None] & active,
-                                                       b, dead, wave)
+        with jax.named_scope("barriers"):
+            # barrier: every live lane of the warp must be here
+            at_bar = sel & (kind == TermKind.BARRIER)
+            live = self.valid_mask(wave, dyn) & ~exited
+            missing = self.unpack(live & ~mask & ~self.parked_for_exit(st, mask)) & at_bar[:, None]
+            fault, findings = self.flag(fault, findings, errors.DIVERGENT_BARRIER, tpc, missing, 0, wave)
+        with jax.named_scope("terminators"):
+            # every terminator as a branch: a conditional one splits the lanes by its predicate; every lane of a
+            # fall-through, jump or barrier goes to the target, of an exit to the exit pseudo-block
+            is_branch = kind == TermKind.BRANCH
+            with jax.named_scope("xbranch"):
+              st, div, overflow = stack.branch(st, sel, jnp.where(is_branch, taken & mask, mask),
+                                             jnp.where(is_branch, mask & ~taken, jnp.uint32(0)),
+                                             jnp.where(kind == TermKind.EXIT, self.exit_pc, target), fall, reconv)
+            with jax.named_scope("xover"):
+              fault = record_fault(fault, errors.STACK_OVERFLOW, tpc, overflow[:, None] & (self.lane == 0)[None, :],
+                                 st.sp[:, None], wave)
+            at_exit = sel & (kind == TermKind.EXIT)
+            exited = jnp.where(at_exit, exited | mask, exited)
+            with jax.named_scope("xpop"):
+              st = stack.pop_reconverged(st, exited)
+        with jax.named_scope("barriers"):
+            # a warp's arrival counts the warp size, as the hardware counts it
+            bars, findings, at_bar = self.barrier_arrive(s.barriers, findings, at_bar,
+                                                         self.unpack(mask) & at_bar[:, None], b, g.warp_size, wave)
+            waiting = waiting | at_bar
+            # deadlock: live warps, none ready
+            dead = ~jnp.any(ready) & jnp.any(alive)
+            fault = fault.unless(dead, Fault.of(errors.DEADLOCK, wave))
+            bars, findings, waiting = self.barrier_release(bars, findings, waiting, ~(st.sp > 0),
+                                                           at_bar[:, None] & active, b, dead, wave)
         trace = s.trace
         if trace:
             tb, tm, tsp = trace
             trace = (tb.at[s.steps].set(b, mode="drop"), tm.at[s.steps].set(mask, mode="drop"),
                      tsp.at[s.steps].set(st.sp, mode="drop"))
+        with jax.named_scope("tally"):
+            warp_exec = s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item))
+            thread_exec = s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item))
+            divergent = s.divergent.at[:, b].add(self.tally(div, item))
+            # the deepest a stack was at any point: before the step too (a warp that ends in its first step
+            # still held its initial entry)
+            max_depth = jnp.maximum(s.max_depth, self.item_max(jnp.maximum(s.stack.sp, st.sp), item))
         return s._replace(
             regs=regs, gmem=gmem, smem=smem, lmem=lmem, mem=mem, fault=fault, stack=st, exited=exited, waiting=waiting,
             findings=findings, barriers=bars, steps=s.steps + 1, trace=trace, recent=s.recent.at[mod(s.steps, RECENT)].set(b),
-            warp_exec=s.warp_exec.at[:, b].add(self.tally(sel & (mask != 0), item)),
-            thread_exec=s.thread_exec.at[:, b].add(self.tally(lax.population_count(mask), item)),
-            divergent=s.divergent.at[:, b].add(self.tally(div, item)),
-            # the deepest a stack was at any point: before the step too (a warp that ends in its first step
-            # still held its initial entry)
-            max_depth=jnp.maximum(s.max_depth, self.item_max(jnp.maximum(s.stack.sp, st.sp), item)),
+            warp_exec=warp_exec, thread_exec=thread_exec, divergent=divergent, max_depth=max_depth,
             age=jnp.where(ready & ~sel, s.age + 1, 0))
 
     def parked_for_exit(self, st, mask):

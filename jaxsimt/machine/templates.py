@@ -96,9 +96,22 @@ class OffsetOperand:
     k: int
 
 
+@dataclass(frozen=True)
+class ArrayOperand:
+    """The array a PTX address derives from (attr `origin`: a parameter's index; `shared_array`: a shared
+    variable's) abstracted as the template's operand k, so that accesses of one shape to different arrays
+    share one template: the bounds they are checked against are looked up at run time."""
+
+    k: int
+
+
+ARRAY_ATTRS = ("origin", "shared_array")
+
+
 def _abstract(ins: Instr, operands: list) -> Instr:
-    """`ins` with every register and immediate operand, and a memory instruction's constant offset,
-    replaced by a placeholder (appended to `operands` in order) and its source location dropped."""
+    """`ins` with every register and immediate operand, a memory instruction's constant offset and the array
+    its address derives from replaced by a placeholder (appended to `operands` in order) and its source
+    location dropped."""
 
     def ph(x):
         operands.append(x)
@@ -113,6 +126,9 @@ def _abstract(ins: Instr, operands: list) -> Instr:
         elif k == "offset" and isinstance(v, int) and not isinstance(v, bool):
             operands.append(Imm(v, T.s64))
             v = OffsetOperand(len(operands) - 1)
+        elif k in ARRAY_ATTRS and isinstance(v, int) and not isinstance(v, bool):
+            operands.append(Imm(v, T.s32))
+            v = ArrayOperand(len(operands) - 1)
         attrs.append((k, v))
     return Instr(ins.op, dst, src, tuple(attrs), None)
 
