@@ -1,8 +1,8 @@
 """What a kernel's first launch pays: for programs of the real-CUDA corpus (jaxsimt/kernels/suites/), every wave
 the machine compiles, split into Python tracing, lowering to StableHLO and XLA compilation, with the optimised
 HLO's instructions by the step phase that made them (the machine's named scopes: schedule, execute, memory,
-counters; "step, other" is the rest of the loop body: stacks, barriers, step counters; "outside" is before and
-after the loop). Prints a table and writes JSON.
+counters, terminators (the stacks), barriers, tally (the per-block instruction counts); "step, other" is the rest
+of the loop body; "outside" is before and after the loop). Prints a table and writes JSON.
 
     python benchmarks/bench_compile.py [--cases cuda_samples.reduction rodinia.srad_v2 ...] [--out FILE]
 
@@ -29,7 +29,7 @@ sys.path.insert(0, ROOT)
 from jaxsimt.kernels.suites import harness as H  # noqa: E402
 from jaxsimt.machine import core  # noqa: E402
 
-PHASES = ("schedule", "execute", "memory", "counters", "terminators", "barriers", "tally", "xbranch", "xover", "xpop")
+PHASES = ("schedule", "execute", "memory", "counters", "terminators", "barriers", "tally")
 DEFAULT_CASES = ("cuda_samples.vectorAdd", "cuda_samples.transpose", "cuda_samples.reduction", "rodinia.srad_v2",
                  "polybench.correlation")
 

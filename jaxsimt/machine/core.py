@@ -1368,17 +1368,14 @@ class Machine:
             # every terminator as a branch: a conditional one splits the lanes by its predicate; every lane of a
             # fall-through, jump or barrier goes to the target, of an exit to the exit pseudo-block
             is_branch = kind == TermKind.BRANCH
-            with jax.named_scope("xbranch"):
-              st, div, overflow = stack.branch(st, sel, jnp.where(is_branch, taken & mask, mask),
+            st, div, overflow = stack.branch(st, sel, jnp.where(is_branch, taken & mask, mask),
                                              jnp.where(is_branch, mask & ~taken, jnp.uint32(0)),
                                              jnp.where(kind == TermKind.EXIT, self.exit_pc, target), fall, reconv)
-            with jax.named_scope("xover"):
-              fault = record_fault(fault, errors.STACK_OVERFLOW, tpc, overflow[:, None] & (self.lane == 0)[None, :],
+            fault = record_fault(fault, errors.STACK_OVERFLOW, tpc, overflow[:, None] & (self.lane == 0)[None, :],
                                  st.sp[:, None], wave)
             at_exit = sel & (kind == TermKind.EXIT)
             exited = jnp.where(at_exit, exited | mask, exited)
-            with jax.named_scope("xpop"):
-              st = stack.pop_reconverged(st, exited)
+            st = stack.pop_reconverged(st, exited)
         with jax.named_scope("barriers"):
             # a warp's arrival counts the warp size, as the hardware counts it
             bars, findings, at_bar = self.barrier_arrive(s.barriers, findings, at_bar,
