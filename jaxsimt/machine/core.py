@@ -279,9 +279,17 @@ class _Exec:
         return ins.attr("offset", 0)
 
     def array_of(self, ins: Instr, key: str):
-        """The array a PTX address derives from (`key`: "origin", a parameter's index, or "shared_array", a
-        shared variable's; jaxsimt.ptx.provenance): an int, None, or (origin) the name of another space."""
+        """The array a memory access addresses (`key` "array": the indexed form's parameter or shared variable) or
+        a PTX address derives from ("origin", a parameter's index, or "shared_array", a shared variable's;
+        jaxsimt.ptx.provenance): an int, None, or (origin) the name of another space."""
         return ins.attr(key)
+
+    def shared_extent(self, var):
+        """(first byte, bytes) of shared variable `var`: Python ints for an int, traced [] for a template operand."""
+        if isinstance(var, int):
+            decl = self.m.program.shared[var]
+            return decl.offset, decl.nbytes
+        return tuple(jnp.asarray(t)[var] for t in self.m.shared_extents)
 
     def count(self, pc, op: str, name: str, addr, nbytes: int, ok, space: str = ""):
         """Count one access of every warp of the step at instruction pc (`memcounts`): here, or as a record for
@@ -350,7 +358,7 @@ class _Exec:
         m = self.m
         act = self.active if act is None else act
         space = space or ins.attr("space")
-        arr = ins.attr("array")
+        arr = self.array_of(ins, "array")
         raw_given = raw
         raw = jnp.broadcast_to(self.read(ins.src[0]) if raw is None else raw, act.shape)
         if arr is not None:
@@ -397,16 +405,12 @@ class _Exec:
             widx, boff = lsu.split_address(addr)
         elif space == "shared":
             if arr is not None:
-                decl = m.program.shared[arr]
-                base, size = decl.offset, decl.nbytes
+                base, size = self.shared_extent(arr)
                 addr = base + off
                 rel = off
             elif (var := self.array_of(ins, "shared_array")) is not None:  # a shared variable's address
                 # (jaxsimt.ptx.provenance): checked against that variable
-                if isinstance(var, int):
-                    start, size = m.program.shared[var].offset, m.program.shared[var].nbytes
-                else:
-                    start, size = (jnp.asarray(t)[var] for t in m.shared_extents)
+                start, size = self.shared_extent(var)
                 addr, rel = off, off - start
             else:
                 addr, rel, size = off, off, m.program.shared_bytes

@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxsimt import types as T
 from jaxsimt.program import BRANCH, Block, Imm, Instr, Program, Reg, recut
+from jaxsimt.units import isa
 
 # Default number of instructions compiled per program (None: compile every block). A compiled
 # instruction costs XLA ~0.1 s on two CPU cores against ~0.05 s for a template that many instructions
@@ -98,14 +99,17 @@ class OffsetOperand:
 
 @dataclass(frozen=True)
 class ArrayOperand:
-    """The array a PTX address derives from (attr `origin`: a parameter's index; `shared_array`: a shared
-    variable's) abstracted as the template's operand k, so that accesses of one shape to different arrays
+    """The array a memory access addresses (attr `array`: the indexed form's parameter or shared variable) or a PTX
+    address derives from (attr `origin`: a parameter's index; `shared_array`: a shared variable's) abstracted as the template's operand k, so that accesses of one shape to different arrays
     share one template: the bounds they are checked against are looked up at run time."""
 
     k: int
 
 
 ARRAY_ATTRS = ("origin", "shared_array")
+# what only the PTX lowering's provenance analysis reads (which variable a `mov` takes the address of): no part
+# of an instruction's semantics, so no part of a template's key
+PROVENANCE_ATTRS = ("addr_of", "symbol")
 
 
 def _abstract(ins: Instr, operands: list) -> Instr:
@@ -126,9 +130,12 @@ def _abstract(ins: Instr, operands: list) -> Instr:
         elif k == "offset" and isinstance(v, int) and not isinstance(v, bool):
             operands.append(Imm(v, T.s64))
             v = OffsetOperand(len(operands) - 1)
-        elif k in ARRAY_ATTRS and isinstance(v, int) and not isinstance(v, bool):
+        elif (k in ARRAY_ATTRS or (k == "array" and isa.feeds(ins, "memory"))) and isinstance(v, int) \
+                and not isinstance(v, bool):
             operands.append(Imm(v, T.s32))
             v = ArrayOperand(len(operands) - 1)
+        elif k in PROVENANCE_ATTRS:
+            continue
         attrs.append((k, v))
     return Instr(ins.op, dst, src, tuple(attrs), None)
 
