@@ -658,10 +658,7 @@ def _shfl(mode, value, lane_arg, width, mask) -> Value:
     """shfl.sync as CUDA's `__shfl*_sync` emits it: the width packed into the ISA's clamp and segment mask
     operand (an immediate for a constant width, computed in registers for a variable one)."""
     b = _builder()
-    if isinstance(width, Value):
-        control = ((lsu.SHFL_LANES - width) << 8) | (0 if mode == "up" else lsu.SHFL_LANES - 1)
-    else:
-        control = lsu.shuffle_control(mode, int(width))
+    control = lsu.shuffle_control(mode, width if isinstance(width, Value) else int(width))
     r = b.reg(value.dtype)
     b.emit("shfl", [r], [value.reg, _operand(lane_arg, T.s32), _operand(control, T.s32)],
            mode=mode, membermask=int(mask) & 0xFFFFFFFF, type=value.dtype.name)

@@ -99,9 +99,10 @@ class OffsetOperand:
 
 @dataclass(frozen=True)
 class ArrayOperand:
-    """The array a memory access addresses (attr `array`: the indexed form's parameter or shared variable) or a PTX
-    address derives from (attr `origin`: a parameter's index; `shared_array`: a shared variable's) abstracted as the template's operand k, so that accesses of one shape to different arrays
-    share one template: the bounds they are checked against are looked up at run time."""
+    """The array a memory access addresses (attr `array`: the indexed form's parameter or shared variable) or a
+    PTX address derives from (attr `origin`: a parameter's index; `shared_array`: a shared variable's),
+    abstracted as the template's operand k, so that accesses of one shape to different arrays share one
+    template: the bounds they are checked against are looked up at run time."""
 
     k: int
 

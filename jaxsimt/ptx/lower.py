@@ -834,10 +834,9 @@ class _Lowerer:
                 cneg, c = True, c.reg
             srcs.append(self.src(c, ctx, T.pred, ins, loc))
         setty = types[0] if ins.opcode == "set" else None
-        if not comb and not setty and len(dsts) == 1:
-            self.emit("setp", dsts, srcs, loc, type=st.name, cmp=cmp)
-        else:
-            self.emit("setp", dsts, srcs, loc, type=st.name, cmp=cmp, combine=comb, cneg=cneg, set=setty)
+        # the simple form carries no more attributes than the DSL's comparison (one template for both)
+        full = dict(combine=comb, cneg=cneg, set=setty) if comb or setty or len(dsts) > 1 else {}
+        self.emit("setp", dsts, srcs, loc, type=st.name, cmp=cmp, **full)
 
     def cvt(self, ins, ctx, loc, S, D):
         dt, stt = ins.types[0], ins.types[1]

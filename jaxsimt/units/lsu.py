@@ -259,7 +259,7 @@ SHFL_LANES = 32  # the lanes shfl.sync's 5-bit lane, clamp and segment fields ad
 def shuffle_control(mode: str, width, warp_size: int = SHFL_LANES):
     """The packed `c` operand of shfl.sync that CUDA's `__shfl*_sync(..., width)` passes: the segment mask
     (warp_size - width) in bits 8-12 and the clamp value in bits 0-4 (0 for `up`, warp_size - 1 otherwise).
-    width: a power of two in [1, warp_size], scalar or array."""
+    width: a power of two in [1, warp_size]: a Python int, an array, or a DSL value (then instructions compute it)."""
     seg = (warp_size - width) << 8
     return seg if mode == "up" else seg | (warp_size - 1)
 
