@@ -324,7 +324,8 @@ def test_partial_warp_lanes_start_inactive(arch):
 def test_long_blocks_split_into_fall_through_chains(monkeypatch):
     """A straight line longer than the block limit runs as a chain of blocks: same results, same
     instruction counts, one extra step per extra chunk. The machine merges chains of at most
-    MAX_BLOCK_INSTRUCTIONS back into one block (`merge_straight`): then no extra step."""
+    MAX_BLOCK_INSTRUCTIONS back into one block (`merge_straight`): then no extra step. Every block compiled
+    (its unrolled line of one shape would otherwise be interpreted)."""
     import copy
 
     from jaxsimt.machine import core as machine_mod
@@ -348,15 +349,15 @@ def test_long_blocks_split_into_fall_through_chains(monkeypatch):
     split = finalize(split)
     assert max(len(b.instrs) for b in split.blocks) <= 5 and len(split.blocks) > len(prog.blocks)
     x = np.linspace(-1, 1, 100, dtype=np.float32)
-    a = js.launch(prog, 2, 64, (x, np.zeros_like(x), 100))
-    b = js.launch(split, 2, 64, (x, np.zeros_like(x), 100))
+    a = js.launch(prog, 2, 64, (x, np.zeros_like(x), 100), compile_budget=None)
+    b = js.launch(split, 2, 64, (x, np.zeros_like(x), 100), compile_budget=None)
     np.testing.assert_array_equal(a["y"], b["y"])
     for key in ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "simd_efficiency"):
         assert a.stats[key] == b.stats[key], key
     assert b.stats["emulator__steps"] == a.stats["emulator__steps"]  # merged back: one block again
     monkeypatch.setattr(machine_mod, "merge_straight", lambda p: p)
     split.__dict__.pop("_machines")  # machines are kept on the program: build a new one
-    c = js.launch(split, 2, 64, (x, np.zeros_like(x), 100))
+    c = js.launch(split, 2, 64, (x, np.zeros_like(x), 100), compile_budget=None)
     np.testing.assert_array_equal(a["y"], c["y"])
     for key in ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "simd_efficiency"):
         assert a.stats[key] == c.stats[key], key

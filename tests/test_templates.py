@@ -195,6 +195,42 @@ def _arrays(offset: int, budget):
                       compile_budget=budget)
 
 
+def test_a_small_program_compiles_whole_unless_its_code_shares_templates():
+    # Within 3x the budget a program compiles whole, except where the code the tiers would interpret is mostly
+    # repeats of a few shapes: an unrolled line of multiply-adds (one template for a dozen instructions) is
+    # interpreted; the naive GEMM's mostly distinct instructions stay compiled.
+    @js.kernel
+    def horner(x: js.Ptr[js.f32], y: js.Ptr[js.f32], n: js.s32):
+        i = js.global_thread_index()
+        with js.if_(i < n):
+            v = x[i]
+            acc = js.var(0.0, js.f32)
+            for k in range(24):  # unrolled at trace time
+                acc.set(acc * v + float(k + 1))
+            y[i] = acc
+
+    budget = templates.COMPILE_BUDGET
+    line = _program_of(horner)
+    n = sum(len(b.instrs) for b in line.blocks)
+    assert n <= templates.WHOLE_PROGRAM_FACTOR * budget
+    p = templates.plan(line, budget)
+    interpreted = [b for b in p.blocks if b.interpret]
+    shapes = {templates.template_of(b)[0] for b in interpreted}
+    assert p is not line and len(shapes) <= templates.SHARED_TEMPLATES * sum(len(b.instrs) for b in interpreted)
+    gemm = _program_of(seeds.naive_matrix_multiply)
+    assert sum(len(b.instrs) for b in gemm.blocks) <= templates.WHOLE_PROGRAM_FACTOR * budget
+    assert templates.plan(gemm, budget) is gemm
+    x = np.linspace(-1, 1, 100, dtype=np.float32)
+    a = js.launch(horner, 2, 64, (x, np.zeros_like(x), 100), compile_budget=None)
+    b = js.launch(horner, 2, 64, (x, np.zeros_like(x), 100))
+    expected = np.zeros_like(x)
+    for k in range(24):
+        expected = expected * x + np.float32(k + 1)
+    np.testing.assert_array_equal(b["y"], expected)
+    assert b.stats["emulator__steps"] > a.stats["emulator__steps"]  # one step per interpreted instruction
+    assert_same_run(a, b)
+
+
 def test_accesses_to_different_arrays_share_a_template_and_keep_their_own_bounds():
     """Interpreted, the stores to three parameters' arrays are one memory-stage template, and those to two shared
     variables another (the array is an operand, looked up at run time); each access is still checked against

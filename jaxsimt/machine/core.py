@@ -570,6 +570,7 @@ class _TemplateExec(_Exec):
 
 _CLASSIC_EMITTERS = "xla_cpu_use_fusion_emitters"
 _EXACT_HALVES = "xla_allow_excess_precision"
+_CODEGEN_SPLITS = "xla_cpu_parallel_codegen_split_count"
 
 
 def compiler_options(optimize: bool) -> dict:
@@ -581,17 +582,21 @@ def compiler_options(optimize: bool) -> dict:
     # every f16/bf16 operation of the emulated kernel rounds to its type, as the hardware's does: XLA may
     # otherwise keep a fusion's f16 intermediates in f32
     opts[_EXACT_HALVES] = False
-    if jax.default_backend() == "cpu" and _has_compile_option(_CLASSIC_EMITTERS):
+    if jax.default_backend() == "cpu" and _has_compile_option(_CLASSIC_EMITTERS, False):
         opts[_CLASSIC_EMITTERS] = False
+    if jax.default_backend() == "cpu" and not optimize and _has_compile_option(_CODEGEN_SPLITS, 1):
+        # one LLVM module: a small wave's hundreds of tiny kernels compile ~5% faster than split into parallel
+        # modules, each with its own target machine (docs/performance.md)
+        opts[_CODEGEN_SPLITS] = 1
     return opts
 
 
 @functools.lru_cache(maxsize=None)
-def _has_compile_option(name: str) -> bool:
-    """Whether this XLA knows the boolean compile option `name` (newer versions dropped some): one tiny
-    compilation, once per process."""
+def _has_compile_option(name: str, value) -> bool:
+    """Whether this XLA knows the compile option `name` (newer versions dropped some) and takes `value` for it: one
+    tiny compilation, once per process."""
     try:
-        jax.jit(lambda x: x + 1).lower(jnp.int32(0)).compile(compiler_options={name: False})
+        jax.jit(lambda x: x + 1).lower(jnp.int32(0)).compile(compiler_options={name: value})
     except Exception as e:  # noqa: BLE001 - XLA says "No such compile option" as a runtime error
         if "compile option" in str(e):
             return False

@@ -34,6 +34,11 @@ COMPILE_BUDGET = 32
 # 6.3 s tiered), while in longer programs only the loops are worth it (a tiled GEMM's 120: 12.8 s with
 # 96 instructions of loops compiled, 4.6 s with 32).
 WHOLE_PROGRAM_FACTOR = 3
+# ... unless the code it would interpret shares templates: at most this many distinct templates per interpreted
+# instruction. Across the real-CUDA corpus the tiered machine came out with fewer optimised HLO instructions at
+# ratios up to about 0.5 (LU's straight-line lud_internal, 0.25: 8,326 -> 3,253) and with more above it (the
+# reduction sample's kernels, 0.47-0.92: 3,055-3,436 -> 3,357-3,823); docs/performance.md.
+SHARED_TEMPLATES = 0.45
 
 # Placeholder register indices: operand k of a template is Reg(PLACEHOLDER - k).
 PLACEHOLDER = -1
@@ -64,14 +69,27 @@ def templatable(ins: Instr) -> bool:
 
 
 def plan(program: Program, budget: Optional[int]) -> Program:
-    """The program with its blocks assigned to tiers: unchanged (every block compiled) when it has at most
-    WHOLE_PROGRAM_FACTOR x `budget` instructions or `budget` is None; else the loop blocks of several instructions, deepest first,
-    are compiled while their instructions fit in the budget and every other block is cut into one-instruction blocks marked
-    `interpret` (a block whose instruction cannot be a template stays compiled)."""
+    """The program with its blocks assigned to tiers: unchanged (every block compiled) where `budget` is None, or where
+    it has at most WHOLE_PROGRAM_FACTOR x `budget` instructions and the code it would interpret shares few templates
+    (more than SHARED_TEMPLATES per instruction); else the loop blocks of several instructions, deepest first, are
+    compiled while their instructions fit in the budget and every other block is cut into one-instruction blocks
+    marked `interpret` (a block whose instruction cannot be a template stays compiled)."""
     blocks = program.blocks
-    n_total = sum(len(b.instrs) for b in blocks)
-    if budget is None or n_total <= WHOLE_PROGRAM_FACTOR * budget:
+    if budget is None:
         return program
+    tiered = _tiered(program, budget)
+    if sum(len(b.instrs) for b in blocks) > WHOLE_PROGRAM_FACTOR * budget:
+        return tiered
+    interpreted = [b for b in tiered.blocks if b.interpret]
+    n = sum(len(b.instrs) for b in interpreted)
+    shapes = {template_of(b)[0] for b in interpreted}
+    return tiered if n and len(shapes) <= SHARED_TEMPLATES * n else program
+
+
+def _tiered(program: Program, budget: int) -> Program:
+    """`program` with its loop blocks of several instructions compiled, deepest first, while their instructions fit
+    in `budget`, and every other block cut into interpreted one-instruction blocks."""
+    blocks = program.blocks
     depth = loop_depth(blocks, program.exit_index)
     compiled, used = set(), 0
     # a block of one instruction takes one step either way: compiling it would only add a branch
