@@ -577,7 +577,8 @@ def compiler_options(optimize: bool) -> dict:
     """XLA options of a wave's compilation. Half-precision results are never kept wider than their type.
     Without `optimize` the backend does no optimisation passes (small launches compile ~3x faster). On a CPU,
     where this XLA still has them, its classic loop emitters replace its newer fusion emitters: the machine's
-    many small fusions compile ~35% faster that way and run as fast (docs/performance.md)."""
+    many small fusions compile ~35% faster that way and run as fast; an unoptimised wave's code is generated as
+    one LLVM module (docs/performance.md)."""
     opts: dict = {} if optimize else {"xla_backend_optimization_level": 0}
     # every f16/bf16 operation of the emulated kernel rounds to its type, as the hardware's does: XLA may
     # otherwise keep a fusion's f16 intermediates in f32
