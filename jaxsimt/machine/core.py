@@ -36,7 +36,7 @@ from jax import lax
 
 from jaxsimt import errors, exact
 from jaxsimt.units import barriers, generic, isa, lsu, memcounts, rocache, stack
-from jaxsimt.machine import memstage, sanitizer, templates
+from jaxsimt.machine import memstage, sanitizer, splats, templates
 from jaxsimt import types as T
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Program, Reg, Terminator, merge_straight,
                               cross_block_registers, thread_jumps)
@@ -570,6 +570,7 @@ class _TemplateExec(_Exec):
 
 _CLASSIC_EMITTERS = "xla_cpu_use_fusion_emitters"
 _EXACT_HALVES = "xla_allow_excess_precision"
+_DISABLED_PASSES, _TREE_REDUCTIONS = "xla_disable_hlo_passes", "tree_reduction_rewriter"
 _CODEGEN_SPLITS = "xla_cpu_parallel_codegen_split_count"
 
 
@@ -589,6 +590,11 @@ def compiler_options(optimize: bool) -> dict:
         # one LLVM module: a small wave's hundreds of tiny kernels compile ~5% faster than split into parallel
         # modules, each with its own target machine (docs/performance.md)
         opts[_CODEGEN_SPLITS] = 1
+    if jax.default_backend() == "cpu" and not optimize:
+        # XLA:CPU splits every reduction of more than a few dozen elements into a reduce-window and a reduce, two
+        # kernels, for the parallelism of large reductions; a small wave's reductions (its any/sum over the warps,
+        # integers only, so the order changes no bit) need none of it (docs/performance.md)
+        opts[_DISABLED_PASSES] = _TREE_REDUCTIONS
     return opts
 
 
@@ -755,6 +761,13 @@ class Machine:
         """Whether this run counts its accesses in the counter stage (`count_stage`; not op by op, without jit,
         where every step would trace every block to find its records)."""
         return self.options.arch is not None and self.count_stage and not jax.config.jax_disable_jit
+
+    @property
+    def shares_splats(self) -> bool:
+        """Whether the branches' constant outputs come from arrays made once before the branching (`splats`): for
+        unoptimised waves, where compilation is most of the time and each constant would be a kernel of its own.
+        Optimised (large) waves keep them: a shared array is copied where a constant is only written."""
+        return not self.options.optimize and not jax.config.jax_disable_jit
 
     @property
     def uses_shadow(self) -> bool:
@@ -1134,13 +1147,14 @@ class Machine:
         return [(shape, jnp.asarray(pc, jnp.int32), jnp.broadcast_to(jnp.asarray(addr, jnp.int64), self.active_shape),
                  jnp.broadcast_to(ok, self.active_shape), jnp.asarray(n, jnp.int32)) for shape, pc, addr, ok, n in records]
 
-    def _with_records(self, fns, args) -> tuple:
+    def _with_records(self, fns, args, shared: Optional[splats.Shared] = None) -> tuple:
         """(the most records of each shape one of `fns` leaves: [(memcounts.Shape, slots)], the fns with their
         records padded to those slots, as a switch or cond runs them, and each fn's number of records of each
         shape: [{shape: n}]). fns: functions of `args` whose last
         output is their `record_list`; each is traced once, here, and its trace run again by the
         padded fn (tracing a block's Python twice would cost as much as a tenth of a small kernel's first
-        launch)."""
+        launch). With `shared`, outputs that are splats, and the records of a shape a fn leaves none of, come
+        from `shared`'s arrays (`jaxsimt.machine.splats`)."""
         traced, most = [], {}
         for fn in fns:
             shapes: list = []
@@ -1151,20 +1165,36 @@ class Machine:
                 return (*head, [r[1:] for r in recs])
 
             closed, out = jax.make_jaxpr(raw, return_shape=True)(*args)
-            traced.append((jax_core.jaxpr_as_fun(closed), jax.tree_util.tree_structure(out), shapes))
+            made = None
+            if shared is not None:  # the shared arrays are made now, outside the branching
+                values = splats.splat_values(closed)
+                made = [x if v is not None else None
+                        for x, v in zip(shared.substitute(jax.tree_util.tree_leaves(out), values), values)]
+            traced.append((jax_core.jaxpr_as_fun(closed), jax.tree_util.tree_structure(out), shapes, made))
             for shape in set(shapes):
                 most[shape] = max(most.get(shape, 0), shapes.count(shape))
         slots = sorted(most.items())
+        none = {}  # with `shared`: the records of a fn that leaves none of a shape
+        if shared is not None:
+            for shape, k in slots:
+                one = memcounts.pack([], k, self.active_shape, memcounts.sized(shape))
+                none[shape] = memcounts.Records(*(None if x is None else shared.get(("records", shape, j), x.shape,
+                                                                                    np.zeros((), x.dtype))
+                                                  for j, x in enumerate(one)))
 
-        def padded(run, tree, shapes):
+        def padded(run, tree, shapes, made):
             def fn(*a):
-                *head, recs = jax.tree_util.tree_unflatten(tree, run(*jax.tree_util.tree_leaves(a)))
-                return (*head, {shape: memcounts.pack([r for sh, r in zip(shapes, recs) if sh == shape], k,
-                                                      self.active_shape, memcounts.sized(shape))
+                outs = run(*jax.tree_util.tree_leaves(a))
+                if made is not None:
+                    outs = [o if m is None else m for o, m in zip(outs, made)]
+                *head, recs = jax.tree_util.tree_unflatten(tree, outs)
+                return (*head, {shape: none[shape] if shape in none and shape not in shapes else
+                                memcounts.pack([r for sh, r in zip(shapes, recs) if sh == shape], k,
+                                               self.active_shape, memcounts.sized(shape))
                                 for shape, k in slots})
             return fn
 
-        return slots, [padded(*t) for t in traced], [collections.Counter(shapes) for _, _, shapes in traced]
+        return slots, [padded(*t) for t in traced], [collections.Counter(t[2]) for t in traced]
 
     def count_records(self, mem, cache, records: dict, item):
         """(mem [I, NI, N_MEM], read-only cache) with the step's access records counted: each shape's records
@@ -1275,7 +1305,7 @@ class Machine:
         fns = [self._memory_fn(key, active, wave, dyn, s.zero, operands) for key in self.mem_templates]
         slots, per_fn = [], []
         if self.defers_counts:
-            slots, fns, per_fn = self._with_records(fns, (data,))
+            slots, fns, per_fn = self._with_records(fns, (data,), splats.Shared(s.zero) if self.shares_splats else None)
         out = (data, {shape: memcounts.pack([], k, self.active_shape, memcounts.sized(shape)) for shape, k in slots})
         for k, fn in enumerate(fns):
             out = lax.cond(self.m_branch[b] == k, lambda o, fn=fn: fn(o[0]), lambda o: o, out)
@@ -1325,8 +1355,11 @@ class Machine:
         args = ((s.regs, s.gmem, s.smem, s.lmem, s.mem, s.fault, s.cache, s.findings, s.shadow), s.zero, active, wave,
                 dyn, operands)
         per_branch = []
+        shares = self.shares_splats and len(fns) > 1
         if self.defers_counts:
-            _, fns, per_branch = self._with_records(fns, args)
+            _, fns, per_branch = self._with_records(fns, args, splats.Shared(s.zero) if shares else None)
+        elif shares:
+            fns = splats.share(fns, args, s.zero)
         # the phases as named scopes: XLA's instructions keep the name (compile-time and profile breakdowns)
         with jax.named_scope("execute"):
             ws, mem, fault, cache, findings, pending, taken, records = (
