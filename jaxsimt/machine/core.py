@@ -150,23 +150,40 @@ _KIND = {FALL: TermKind.FLOW, JUMP: TermKind.FLOW, BRANCH: TermKind.BRANCH, BARR
 class Fault(NamedTuple):
     """The first fault of a wave, as it crosses the loop: what it is (`errors.FaultCode`; NONE: no fault), the
     pc, warp and lane of the lowest faulting lane, the address (or, for some codes, another number the
-    fault's report shows) and the wave. Each an int64 [] (on the host, after a run: ints)."""
+    fault's report shows) and the wave, held as one int64 [6] record `rec` in FIELDS order (a numpy array on the
+    host, after a run: `host`). One array, not six scalars: each update of the fault is one select, which the
+    compiler makes one kernel, not six."""
 
-    code: jnp.ndarray
-    pc: jnp.ndarray
-    warp: jnp.ndarray
-    lane: jnp.ndarray
-    address: jnp.ndarray
-    wave: jnp.ndarray
+    rec: jnp.ndarray
+
+    FIELDS = ("code", "pc", "warp", "lane", "address", "wave")
+    code = property(lambda self: self.rec[0])
+    pc = property(lambda self: self.rec[1])
+    warp = property(lambda self: self.rec[2])
+    lane = property(lambda self: self.rec[3])
+    address = property(lambda self: self.rec[4])
+    wave = property(lambda self: self.rec[5])
 
     @staticmethod
     def of(code, wave, pc=-1, warp=0, lane=0, address=0) -> "Fault":
-        return Fault(*(jnp.asarray(v, jnp.int64) for v in (code, pc, warp, lane, address, wave)))
+        return Fault(jnp.stack([jnp.asarray(v, jnp.int64) for v in (code, pc, warp, lane, address, wave)]))
+
+    @staticmethod
+    def of_ints(code: int, pc: int, warp: int, lane: int, address: int, wave: int) -> "Fault":
+        """A fault on the host."""
+        return Fault(np.array([code, pc, warp, lane, address, wave], np.int64))
+
+    def host(self) -> "Fault":
+        """This fault with its record fetched to the host."""
+        return Fault(np.asarray(self.rec, np.int64))
+
+    def fields(self) -> tuple:
+        """(code, pc, warp, lane, address, wave) as Python ints (a fault on the host)."""
+        return tuple(int(v) for v in np.asarray(self.rec))
 
     def unless(self, cond, other: "Fault") -> "Fault":
         """`other` where `cond` holds and this records no fault yet; else this (the first fault stays)."""
-        take = cond & (self.code == errors.NONE)
-        return Fault(*(jnp.where(take, b, a) for a, b in zip(self, other)))
+        return Fault(jnp.where(cond & (self.code == errors.NONE), other.rec, self.rec))
 
 
 class Counters(NamedTuple):

@@ -551,7 +551,7 @@ def describe(prog, geo, grid, cta_table, bases, sizes, findings: Findings, legac
             o_ins = instrs[opc][1] if 0 <= opc < len(instrs) else None
             if o_ins is not None and o_ins.loc:
                 f.other_line, f.other_source = o_ins.loc.line, o_ins.loc.text.strip()
-        f.message = (legacy(Fault(code, pc, warp, lane, addr, wave)) if check == "memcheck"
+        f.message = (legacy(Fault.of_ints(code, pc, warp, lane, addr, wave)) if check == "memcheck"
                      or code == errors.DIVERGENT_BARRIER else _message(f, code, loc))
         out.append(f)
     return out

@@ -476,7 +476,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                         gm, cnt, fault, steps, tr, stuck, fnd = m.run_wave(gm, cnt, jnp.int32(wave), dyn,
                                                                            jnp.uint32(0))
                         total_steps += int(steps)
-                        f = Fault(*(int(x) for x in fault))
+                        f = fault.host()
                         new = []
                         if fnd:
                             describe = lambda fl: str(_fault_error(prog, m, geo, grid, sizes, fl, max_steps,  # noqa: E731
@@ -485,7 +485,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                             found = sanitizer.merge(found, new)
                         hang = sanitizer.KIND[errors.FaultCode.BARRIER_HANG]
                         if f.code == errors.DEADLOCK and any(x.kind == hang for x in new):
-                            f = Fault(errors.NONE, 0, 0, 0, 0, 0)  # synccheck explains the deadlock: a finding
+                            f = Fault.of_ints(errors.NONE, 0, 0, 0, 0, 0)  # synccheck explains the deadlock: a finding
                         if f.code != errors.NONE:
                             err = _fault_error(prog, m, geo, grid, sizes, f, max_steps, cta_table, stuck,
                                                default_budget=default_budget)
@@ -757,7 +757,7 @@ def _machine_feature_stats(prog: Program, arch: Arch, per_instr: list, mem) -> d
 
 def _fault_error(prog: Program, m: Machine, geo: Geometry, grid, sizes, f, max_steps: int,
                  cta_table, stuck=None, default_budget: bool = False) -> errors.SimtError:
-    code, pc, warp, lane, addr, wave = (int(v) for v in f)
+    code, pc, warp, lane, addr, wave = f.fields()
     n_ctas = grid[0] * grid[1] * grid[2]
     fused = int(cta_table[min(wave * geo.ctas_per_wave + warp // geo.warps_per_block, len(cta_table) - 1)])
     item, cta = divmod(fused, n_ctas)

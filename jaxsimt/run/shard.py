@@ -116,7 +116,7 @@ def run_sharded(m, gmem, dyn, cta_table: np.ndarray, devices):
     rep = jax.sharding.NamedSharding(mesh, PartitionSpec())
     args = jax.device_put((gmem, dyn._replace(ctas=jnp.asarray(table)), jnp.uint32(0)), rep)
     g, cnt, faults, steps = fn(*args)
-    faults = [np.asarray(x) for x in faults]  # each field [devices]: each device's first fault, in wave order
-    hit = np.nonzero(faults[0])[0]
-    fault = Fault(*(int(x[hit[0] if hit.size else 0]) for x in faults))
+    faults = np.asarray(faults.rec)  # [devices, 6]: each device's first fault, in wave order
+    hit = np.nonzero(faults[:, 0])[0]
+    fault = Fault(faults[hit[0] if hit.size else 0])
     return g, cnt, fault, int(steps)
