@@ -150,13 +150,12 @@ _KIND = {FALL: TermKind.FLOW, JUMP: TermKind.FLOW, BRANCH: TermKind.BRANCH, BARR
 class Fault(NamedTuple):
     """The first fault of a wave, as it crosses the loop: what it is (`errors.FaultCode`; NONE: no fault), the
     pc, warp and lane of the lowest faulting lane, the address (or, for some codes, another number the
-    fault's report shows) and the wave, held as one int64 [6] record `rec` in FIELDS order (a numpy array on the
+    fault's report shows) and the wave, held as one int64 [6] record `rec` in that order (a numpy array on the
     host, after a run: `host`). One array, not six scalars: each update of the fault is one select, which the
     compiler makes one kernel, not six."""
 
     rec: jnp.ndarray
 
-    FIELDS = ("code", "pc", "warp", "lane", "address", "wave")
     code = property(lambda self: self.rec[0])
     pc = property(lambda self: self.rec[1])
     warp = property(lambda self: self.rec[2])
@@ -1182,11 +1181,7 @@ class Machine:
                 return (*head, [r[1:] for r in recs])
 
             closed, out = jax.make_jaxpr(raw, return_shape=True)(*args)
-            made = None
-            if shared is not None:  # the shared arrays are made now, outside the branching
-                values = splats.splat_values(closed)
-                made = [x if v is not None else None
-                        for x, v in zip(shared.substitute(jax.tree_util.tree_leaves(out), values), values)]
+            made = shared.replacements(closed, out) if shared is not None else None  # made outside the branching
             traced.append((jax_core.jaxpr_as_fun(closed), jax.tree_util.tree_structure(out), shapes, made))
             for shape in set(shapes):
                 most[shape] = max(most.get(shape, 0), shapes.count(shape))

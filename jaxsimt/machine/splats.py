@@ -117,10 +117,11 @@ class Shared:
             self.arrays[k] = filled(shape, value, self.zero)
         return self.arrays[k]
 
-    def substitute(self, outs: list, values: list) -> list:
-        """`outs` (a branch's flat outputs) with each splat (`values`, from `splat_values`) replaced by its shared
-        array (made here on first use: call once per branch while tracing at the level outside the branching)."""
-        return [o if v is None else self.get(i, tuple(o.shape), v) for i, (o, v) in enumerate(zip(outs, values))]
+    def replacements(self, closed: jax_core.ClosedJaxpr, out) -> list:
+        """Per flat output of `closed` (`out`: its output shapes, a pytree): the shared array that replaces it where
+        it is a splat (made here on first use: call while tracing outside the branching), else None."""
+        return [None if v is None else self.get(i, tuple(o.shape), v)
+                for i, (o, v) in enumerate(zip(jax.tree_util.tree_leaves(out), splat_values(closed)))]
 
 
 def share(fns: list[Callable], args: tuple, zero) -> list[Callable]:
@@ -131,10 +132,7 @@ def share(fns: list[Callable], args: tuple, zero) -> list[Callable]:
     for fn in fns:
         closed, shape = jax.make_jaxpr(fn, return_shape=True)(*args)
         run, tree = jax_core.jaxpr_as_fun(closed), jax.tree_util.tree_structure(shape)
-        values = splat_values(closed)
-        # the shared arrays are made now, while tracing outside the branches
-        made = [x if v is not None else None
-                for x, v in zip(shared.substitute(jax.tree_util.tree_leaves(shape), values), values)]
+        made = shared.replacements(closed, shape)
 
         def branch(*a, run=run, tree=tree, made=made):
             outs = run(*jax.tree_util.tree_leaves(a))
