@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax.numpy as jnp
-from jax import lax
 from jaxsimt.units.intops import take_along
 
 
@@ -98,13 +97,12 @@ def branch(st: Stack, sel, taken, not_taken, target, fallthrough, reconv):
 
 
 def pop_reconverged(st: Stack, exited) -> Stack:
-    """Pop, for every warp, top entries that reached their reconvergence pc or have no live lane."""
+    """Pop, for every warp, top entries that reached their reconvergence pc or have no live lane.
 
-    def needs_pop(s):
-        pc, rpc, mask = top(s)
-        return (s.sp > 0) & ((pc == rpc) | ((mask & ~exited) == 0))
-
-    def body(s):
-        return s._replace(sp=s.sp - needs_pop(s).astype(jnp.int32))
-
-    return lax.while_loop(lambda s: jnp.any(needs_pop(s)), body, st)
+    Pops cascade: the new top is the highest entry below the old one that needs no pop, so the stack pointer
+    follows in one pass over [W, D] (a loop of pops would cost a host round trip per iteration on a GPU)."""
+    D = st.pc.shape[1]
+    stays = (st.pc != st.rpc) & ((st.mask & ~exited[:, None]) != 0)
+    below_sp = jnp.arange(D, dtype=jnp.int32)[None, :] < st.sp[:, None]
+    height = jnp.where(stays & below_sp, jnp.arange(1, D + 1, dtype=jnp.int32)[None, :], 0)
+    return st._replace(sp=jnp.max(height, axis=1).astype(st.sp.dtype))
