@@ -58,14 +58,15 @@ def test_records_pad_and_count_nothing():
     import jax.numpy as jnp
 
     with jax.enable_x64(True):
-        rec = memcounts.pack([], 3, (2, 32))
+        arch, shape = js.get_arch("h200"), memcounts.Shape("ld", "gmem", 4, False)
+        rec = memcounts.pack(arch, shape, [], 3, (2, 32))
         assert rec.addr.shape == (3, 2, 32) and not bool(jnp.any(rec.ok))
         mem = jnp.zeros((1, 4, memcounts.N_MEM), jnp.int64)
-        shape = memcounts.Shape("ld", "gmem", 4, False)
-        out = memcounts.count_records(js.get_arch("h200"), mem, shape, rec, jnp.zeros((2,), jnp.int32))
+        out = memcounts.count_records(arch, mem, shape, rec, jnp.zeros((2,), jnp.int32))
         assert not bool(jnp.any(out))
         with pytest.raises(AssertionError, match="more than"):
-            memcounts.pack([(0, jnp.zeros((2, 32), jnp.int64), jnp.ones((2, 32), bool))] * 2, 1, (2, 32))
+            memcounts.pack(arch, shape, [(0, jnp.zeros((2, 32), jnp.int64), jnp.ones((2, 32), bool), 4)] * 2, 1,
+                           (2, 32))
 
 
 def test_read_only_lookups_run_in_program_order_across_widths(monkeypatch):
@@ -127,7 +128,7 @@ def test_directions_and_widths_that_share_a_shape_count_as_their_own(name, data)
             by_shape.setdefault(memcounts.counting_shape(arch, shape), []).append(rec)
         shared = mem0
         for shape, recs in by_shape.items():
-            packed = memcounts.pack(recs, len(recs), (W, L), memcounts.sized(shape))
+            packed = memcounts.pack(arch, shape, recs, len(recs), (W, L))
             shared = memcounts.count_records(arch, shared, shape, packed, item)
     np.testing.assert_array_equal(np.asarray(shared), np.asarray(own))
 

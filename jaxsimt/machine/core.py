@@ -1189,7 +1189,7 @@ class Machine:
         none = {}  # with `shared`: the records of a fn that leaves none of a shape
         if shared is not None:
             for shape, k in slots:
-                one = memcounts.pack([], k, self.active_shape, memcounts.sized(shape))
+                one = memcounts.pack(self.options.arch, shape, [], k, self.active_shape)
                 none[shape] = memcounts.Records(*(None if x is None else shared.get(("records", shape, j), x.shape,
                                                                                     np.zeros((), x.dtype))
                                                   for j, x in enumerate(one)))
@@ -1201,8 +1201,8 @@ class Machine:
                     outs = [o if m is None else m for o, m in zip(outs, made)]
                 *head, recs = jax.tree_util.tree_unflatten(tree, outs)
                 return (*head, {shape: none[shape] if shape in none and shape not in shapes else
-                                memcounts.pack([r for sh, r in zip(shapes, recs) if sh == shape], k,
-                                               self.active_shape, memcounts.sized(shape))
+                                memcounts.pack(self.options.arch, shape,
+                                               [r for sh, r in zip(shapes, recs) if sh == shape], k, self.active_shape)
                                 for shape, k in slots})
             return fn
 
@@ -1318,7 +1318,7 @@ class Machine:
         slots, per_fn = [], []
         if self.defers_counts:
             slots, fns, per_fn = self._with_records(fns, (data,), splats.Shared(s.zero) if self.shares_splats else None)
-        out = (data, {shape: memcounts.pack([], k, self.active_shape, memcounts.sized(shape)) for shape, k in slots})
+        out = (data, {shape: memcounts.pack(self.options.arch, shape, [], k, self.active_shape) for shape, k in slots})
         for k, fn in enumerate(fns):
             out = lax.cond(self.m_branch[b] == k, lambda o, fn=fn: fn(o[0]), lambda o: o, out)
         data, records = out

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsimt.units import constcache, memstats, rocache
+from jaxsimt.units.intops import floordiv
 from jaxsimt.arch import Arch
 
 # Per-instruction memory counters (columns of a machine's State.mem, [I, NI, N_MEM])
@@ -71,18 +72,42 @@ def sized(shape: Shape) -> bool:
     return shape.name == RO or shape.direction == ANY_DIRECTION
 
 
+def keyed(arch: Arch, shape: Shape) -> bool:
+    """Whether records of `shape` carry each lane's sector (global) or bank word (shared) as int32 rather than its
+    byte address: the shapes whose counts depend on nothing else (`memstats.by_sector`, `by_word`). A step's
+    records are written out by its block and read back by the counter stage, and the keys are half the bytes
+    of the addresses."""
+    if shape.const or shape.name == RO:
+        return False
+    fits = memstats.by_sector if shape.name == "gmem" else memstats.by_word
+    return fits(arch, shape.nbytes)
+
+
+def record_addr(arch: Arch, shape: Shape, addr):
+    """What a record of `shape` holds for the byte addresses `addr` (any shape, int): their int32 keys where the
+    shape is `keyed` (sector of a global byte address, bank word of a shared offset), else the int64 addresses."""
+    if not keyed(arch, shape):
+        return jnp.asarray(addr, jnp.int64)
+    unit = arch.sector_size if shape.name == "gmem" else arch.bank_width
+    # int32: exact below 64 GiB of global memory (sectors) and for any shared window (words)
+    return floordiv(jnp.asarray(addr, jnp.int64), unit).astype(jnp.int32)
+
+
 def counts(arch: Arch, shape: Shape, addr, ok, nbytes=None) -> tuple:
     """(columns, [rows]) of one access shape: the counter columns it feeds and, per column, the count of each
-    warp [W] (addr [W, L] int64 byte addresses, or offsets in the block's shared window; ok [W, L] the lanes
-    that access; nbytes [W] each warp's bytes per lane where the shape has no one width, else None)."""
+    warp [W] (addr [W, L] as `record_addr` holds it: int32 keys where the shape is `keyed`, else int64 byte
+    addresses, or offsets in the block's shared window; ok [W, L] the lanes that access; nbytes [W] each warp's
+    bytes per lane where the shape has no one width, else None)."""
     if shape.const:
         rows = list(constcache.const_counts(addr, ok))
         cols = [MEM_CONST_REQUESTS, MEM_CONST_ACCESSES]
     elif shape.name == "gmem":
-        rows = list(memstats.global_counts(arch, addr, shape.nbytes, ok, shape.direction))
+        rows = list(memstats.sector_counts(arch, addr, ok) if keyed(arch, shape) else
+                    memstats.global_counts(arch, addr, shape.nbytes, ok, shape.direction))
         cols = [MEM_REQUESTS, MEM_SECTORS, MEM_LINES]
     else:
-        rows = list(memstats.shared_counts(arch, addr, shape.nbytes, ok))
+        rows = list(memstats.word_counts(arch, addr, shape.nbytes, ok) if keyed(arch, shape) else
+                    memstats.shared_counts(arch, addr, shape.nbytes, ok))
         cols = [MEM_WAVEFRONTS, MEM_CONFLICTS]
     width = shape.nbytes if nbytes is None else nbytes
     return cols + [MEM_BYTES], rows + [jnp.sum(ok, axis=-1) * width]
@@ -100,7 +125,7 @@ def tally(x, item, items: int):
 def count_inline(arch: Arch, mem, pc, shape: Shape, addr, ok, item):
     """mem [I, NI, N_MEM] with one access of every warp of the step counted at instruction pc: the counter
     stage's count of one record."""
-    one = Records(jnp.asarray(pc, jnp.int32)[None], jnp.broadcast_to(jnp.asarray(addr, jnp.int64), ok.shape)[None],
+    one = Records(jnp.asarray(pc, jnp.int32)[None], jnp.broadcast_to(record_addr(arch, shape, addr), ok.shape)[None],
                   ok[None])
     return count_records(arch, mem, shape, one, item)
 
@@ -115,9 +140,10 @@ def count_cached(mem, cache, cs, pc, addr, nbytes, ok, item, warps_per_block: in
 
 
 class Records(NamedTuple):
-    """A step's accesses of one shape, K slots: pcs [K] int32, addr [K, W, L] int64, ok [K, W, L] bool (a slot
-    that no access filled has no lane); nbytes [K] int32 bytes per lane where the shape has no one width (RO),
-    else None."""
+    """A step's accesses of one shape, K slots: pcs [K] int32, addr [K, W, L] (int32 keys where the shape is
+    `keyed`, else int64 byte addresses: `record_addr`), ok [K, W, L] bool (a slot that no access filled has no
+    lane); nbytes [K] int32 bytes per lane where the shape has no one width (RO, and shapes several widths
+    share), else None."""
 
     pcs: jnp.ndarray
     addr: jnp.ndarray
@@ -125,19 +151,19 @@ class Records(NamedTuple):
     nbytes: Optional[jnp.ndarray] = None
 
 
-def pack(found: list, capacity: int, lanes_shape: tuple, sizes: bool = False) -> Records:
-    """Records of one shape from the (pc, addr, ok, nbytes) a block left, in order, padded to `capacity`
-    slots (with their sizes where `sizes`)."""
+def pack(arch: Arch, shape: Shape, found: list, capacity: int, lanes_shape: tuple) -> Records:
+    """Records of `shape` from the (pc, addr, ok, nbytes) a block left, in order (addr: byte addresses, held as
+    `record_addr` says), padded to `capacity` slots (with their sizes where the shape is `sized`)."""
     pad = capacity - len(found)
     if pad < 0:
         raise AssertionError(f"{len(found)} accesses of one shape, more than the {capacity} counted")
     pcs = [jnp.asarray(p, jnp.int32) for p, _, _, _ in found] + [jnp.int32(0)] * pad
-    addr = [jnp.broadcast_to(jnp.asarray(a, jnp.int64), lanes_shape) for _, a, _, _ in found]
+    addr = [jnp.broadcast_to(record_addr(arch, shape, a), lanes_shape) for _, a, _, _ in found]
     ok = [jnp.broadcast_to(o, lanes_shape) for _, _, o, _ in found]
     nbytes = [jnp.asarray(n, jnp.int32) for _, _, _, n in found] + [jnp.int32(0)] * pad
-    addr += [jnp.zeros(lanes_shape, jnp.int64)] * pad
+    addr += [jnp.zeros(lanes_shape, jnp.int32 if keyed(arch, shape) else jnp.int64)] * pad
     ok += [jnp.zeros(lanes_shape, bool)] * pad
-    return Records(jnp.stack(pcs), jnp.stack(addr), jnp.stack(ok), jnp.stack(nbytes) if sizes else None)
+    return Records(jnp.stack(pcs), jnp.stack(addr), jnp.stack(ok), jnp.stack(nbytes) if sized(shape) else None)
 
 
 def count_cache_records(mem, cache, cs, rec: Records, item, warps_per_block: int):

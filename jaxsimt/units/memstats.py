@@ -109,12 +109,17 @@ def global_counts(arch: Arch, addr, nbytes: int, active, op: str):
         c = jax.vmap(lambda a, m: coalescing.coalesce(arch, a, nbytes, m, op))(addr, active)
         return c.requests, c.sectors, c.lines
 
-    ratio = arch.line_size // arch.sector_size
     if not by_sector(arch, nbytes):
         return exact(None)
-    # Accesses are aligned to their size (<= a sector), so each touches exactly one sector; where every warp's
-    # pattern has a shortcut the wave takes it, else the sorted sectors of every warp.
-    sec = floordiv(addr, arch.sector_size).astype(jnp.int32)  # int32: cheaper, and exact below 64 GiB
+    return sector_counts(arch, floordiv(addr, arch.sector_size).astype(jnp.int32), active)  # int32: exact below 64 GiB
+
+
+def sector_counts(arch: Arch, sec, active):
+    """(requests, sectors, lines), each [W] int32, of one global instruction of every warp whose counts follow from
+    its lanes' sectors alone (`by_sector`: accesses aligned to their size, at most a sector, so each touches one
+    sector). sec [W, L] int32 sector indices. Where every warp's pattern has a shortcut the wave takes it, else
+    the sorted sectors of every warp."""
+    ratio = arch.line_size // arch.sector_size
     requests, sectors, lines, covered = _global_fast(sec, active, ratio)
     return lax.cond(jnp.all(covered), lambda _: (requests, sectors, lines),
                     lambda _: _global_sorted(sec, active, ratio), None)
@@ -139,12 +144,25 @@ def shared_counts(arch: Arch, addr, nbytes: int, active):
         b = jax.vmap(lambda a, m: banks.bank_access(arch, a, nbytes, m))(addr, active)
         return b.wavefronts, b.conflicts
 
-    nb = arch.shared_banks
     if not by_word(arch, nbytes):
         return exact(None)
+    return word_counts(arch, floordiv(addr, arch.bank_width).astype(jnp.int32), nbytes, active)
+
+
+def word_counts(arch: Arch, words, nbytes: int, active):
+    """(wavefronts, bank conflicts), each [W] int32, of one shared instruction of every warp whose counts follow
+    from its lanes' bank words alone (`by_word`: each lane within one word). words [W, L] int32 word indices
+    in the block's shared window; nbytes: the access's width (the exact model's, where the shortcut does not
+    cover every warp)."""
+
+    def exact(_):
+        b = jax.vmap(lambda w, m: banks.bank_access(arch, w * arch.bank_width, nbytes, m))(words, active)
+        return b.wavefronts, b.conflicts
+
+    nb = arch.shared_banks
     # Words within a 64-word span: word r and r + 32 (relative to the lowest) share a bank, nothing
     # else does, so the worst bank holds 2 distinct words exactly when both halves of the set overlap.
-    word_map, fits = _span_bitmap(floordiv(addr, arch.bank_width).astype(jnp.int32), active)
+    word_map, fits = _span_bitmap(words, active)
 
     def fast(_):
         lo, hi = word_map & jnp.uint64(0xFFFFFFFF), word_map >> jnp.uint64(32)
