@@ -676,15 +676,15 @@ def pick_block(pc, ready, age, n_blocks: int):
 def record_fault(fault: Fault, code: int, pc, bad, addr, wave) -> Fault:
     """Keep the first fault: a fault of `code` at the lowest lane of `bad` [W, L], with its address from
     `addr` (broadcast to [W, L]), unless one is recorded already."""
-    L = bad.shape[-1]
-
-    def first(_):
-        flat = jnp.argmax(bad.reshape(-1))
-        return Fault.of(code, wave, pc, floordiv(flat, L), mod(flat, L),
-                        jnp.broadcast_to(addr, bad.shape).reshape(-1)[flat])
-
-    # the search for the faulting lane runs only when there is a new fault (almost never)
-    return lax.cond(jnp.any(bad) & (fault.code == errors.NONE), first, lambda _: fault, None)
+    # Found without a conditional: one reduction over the lanes (fused with what computes `bad`), then the
+    # first warp, its first lane and that lane's address, each computed for one element. A `lax.cond` whose
+    # branch searches would need `bad` and `addr` written out in full as its operands at every step.
+    per_warp = jnp.any(bad, axis=-1)  # [W]
+    warp = jnp.argmax(per_warp)
+    lane = jnp.argmax(lax.dynamic_index_in_dim(bad, warp, axis=0, keepdims=False))
+    at = lax.dynamic_index_in_dim(lax.dynamic_index_in_dim(jnp.broadcast_to(addr, bad.shape), warp, axis=0,
+                                                           keepdims=False), lane, axis=0, keepdims=False)
+    return fault.unless(per_warp[warp], Fault.of(code, wave, pc, warp, lane, at))
 
 
 # ---------------------------------------------------------------------------------------------
