@@ -1208,18 +1208,21 @@ class Machine:
 
         return slots, [padded(*t) for t in traced], [collections.Counter(t[2]) for t in traced]
 
-    def count_records(self, mem, cache, records: dict, item):
+    def count_records(self, mem, cache, records: dict, item, present: Optional[dict] = None):
         """(mem [I, NI, N_MEM], read-only cache) with the step's access records counted: each shape's records
-        at once, compiled once per shape whatever the kernel (skipped where the step left none of that shape);
-        read-only loads looked up in their cache in the order they ran."""
+        at once, compiled once per shape whatever the kernel (skipped where the step's block leaves none of that
+        shape: `present[shape]`, a traced bool, else where no record has a lane); read-only loads looked up in
+        their cache in the order they ran."""
         for shape, rec in sorted(records.items()):
+            # a record without lanes counts nothing, so skipping by the block alone changes no count
+            run = present[shape] if present is not None else jnp.any(rec.ok)
             if shape.name == memcounts.RO:
                 mem, cache = lax.cond(
-                    jnp.any(rec.ok), lambda c, r: memcounts.count_cache_records(
+                    run, lambda c, r: memcounts.count_cache_records(
                         *c, self.options.ro_cache, r, item, self.geo.warps_per_block),
                     lambda c, r: c, (mem, cache), rec)
                 continue
-            mem = lax.cond(jnp.any(rec.ok),
+            mem = lax.cond(run,
                            lambda m, r, shape=shape: memcounts.count_records(self.options.arch, m, shape, r, item),
                            lambda m, r: m, mem, rec)
         return mem, cache
@@ -1335,6 +1338,16 @@ class Machine:
         With `optimize`, where the run is what takes the time, each keeps its own."""
         return shape if self.options.optimize else memcounts.counting_shape(self.options.arch, shape)
 
+    def _leaves(self, shape, per_branch: list, per_template: list) -> np.ndarray:
+        """[NB] bool: whether each block leaves records of `shape`, in its body (its branch's count in `per_branch`)
+        or its memory stage (its template's in `per_template`)."""
+        n = np.zeros(self.NB, np.int32)
+        if per_branch:
+            n += np.array([per_branch[k][shape] for k in self._branch_of], np.int32)
+        if per_template:
+            n += np.array([per_template[k][shape] if k >= 0 else 0 for k in self._m_branch], np.int32)
+        return n > 0
+
     def _merge_records(self, b, shape, body, stage, per_branch: list, per_template: list):
         """Block b's records of one shape: its body's (from its switch branch) then its memory stage's, in the
         order they ran. Slots: the most one block leaves (its body's and its stage's together), fewer than the
@@ -1383,11 +1396,13 @@ class Machine:
         with jax.named_scope("memory"):
             s, stored, per_template = self._memory_stage(b, s, active, wave, dyn)
         if records or stored:
+            shapes = set(records) | set(stored)
             records = {shape: self._merge_records(b, shape, records.get(shape), stored.get(shape), per_branch,
                                                   per_template)
-                       for shape in set(records) | set(stored)}
+                       for shape in shapes}
+            present = {shape: device_table(self._leaves(shape, per_branch, per_template))[b] for shape in shapes}
             with jax.named_scope("counters"):
-                mem, cache = self.count_records(s.mem, s.cache, records, self.item_of_warp(wave, dyn))
+                mem, cache = self.count_records(s.mem, s.cache, records, self.item_of_warp(wave, dyn), present)
             s = s._replace(mem=mem, cache=cache)
         return s, taken
 
