@@ -77,14 +77,25 @@ def load(words, widx, boff, active, dtype: DType, vec: int):
     return out
 
 
+# Word stores find each word's last writer by a scatter-max over a table of the memory's words where the table
+# is at most this many times the step's lanes (writing it costs less than sorting the lanes), else by a sort.
+LAST_WRITER_TABLE_PER_LANE = 16
+
+
 def _last_writers(widx, active, n: int):
     """[W, L] bool: the active lanes whose store lands: of all lanes of the step writing the same first
     word (aligned accesses of one width are identical or disjoint), the last in (warp, lane) order. The
     winner is chosen before the scatter, so duplicate indices never reach a scatter whose order a backend
-    leaves unspecified (XLA:GPU applies duplicate updates in any order): sorting the step's (word, order)
-    pairs puts each word's last writer at the end of its run. n: words in the memory (inactive lanes' key)."""
+    leaves unspecified (XLA:GPU applies duplicate updates in any order). n: words in the memory (inactive
+    lanes' key). Either each word keeps the highest (warp, lane) order that writes it (a scatter-max, whose
+    result no order changes), or, for a memory many times the step's lanes, sorting the step's (word, order)
+    pairs puts each word's last writer at the end of its run."""
     prio = jnp.arange(widx.size, dtype=jnp.int32).reshape(widx.shape)
     key = jnp.where(active, widx, n).astype(jnp.int32)
+    if n + 1 <= LAST_WRITER_TABLE_PER_LANE * widx.size:
+        # a lane outside the memory writes nothing in either way (the store drops it)
+        last = jnp.full((n + 1,), -1, jnp.int32).at[key.reshape(-1)].max(prio.reshape(-1), mode="drop")
+        return active & (jnp.take(last, key, mode="clip") == prio)
     k, p = lax.sort((key.reshape(-1), prio.reshape(-1)), num_keys=2)
     last = jnp.concatenate([k[1:] != k[:-1], jnp.ones((1,), bool)])
     won = jnp.zeros((widx.size,), bool).at[p].set(last)  # p is a permutation: no duplicate indices
