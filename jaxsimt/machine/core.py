@@ -1338,15 +1338,15 @@ class Machine:
         With `optimize`, where the run is what takes the time, each keeps its own."""
         return shape if self.options.optimize else memcounts.counting_shape(self.options.arch, shape)
 
-    def _leaves(self, shape, per_branch: list, per_template: list) -> np.ndarray:
-        """[NB] bool: whether each block leaves records of `shape`, in its body (its branch's count in `per_branch`)
-        or its memory stage (its template's in `per_template`)."""
-        n = np.zeros(self.NB, np.int32)
+    def _records_per_block(self, shape, per_branch: list, per_template: list) -> tuple:
+        """([NB], [NB]) int32: how many records of `shape` each block leaves in its body (its branch's count in
+        `per_branch`) and in its memory stage (its template's in `per_template`); zeros where a list is empty."""
+        n_body, n_stage = np.zeros(self.NB, np.int32), np.zeros(self.NB, np.int32)
         if per_branch:
-            n += np.array([per_branch[k][shape] for k in self._branch_of], np.int32)
+            n_body[:] = [per_branch[k][shape] for k in self._branch_of]
         if per_template:
-            n += np.array([per_template[k][shape] if k >= 0 else 0 for k in self._m_branch], np.int32)
-        return n > 0
+            n_stage[:] = [per_template[k][shape] if k >= 0 else 0 for k in self._m_branch]
+        return n_body, n_stage
 
     def _merge_records(self, b, shape, body, stage, per_branch: list, per_template: list):
         """Block b's records of one shape: its body's (from its switch branch) then its memory stage's, in the
@@ -1355,8 +1355,7 @@ class Machine:
         after the loop share slots, so a step counts no more records than before they shared a shape."""
         if body is None or stage is None:
             return body if stage is None else stage
-        n_body = np.array([per_branch[k][shape] for k in self._branch_of], np.int32)
-        n_stage = np.array([per_template[k][shape] if k >= 0 else 0 for k in self._m_branch], np.int32)
+        n_body, n_stage = self._records_per_block(shape, per_branch, per_template)
         K_body, K_stage = body.ok.shape[0], stage.ok.shape[0]
         K = max(int(np.max(n_body + n_stage)), K_body, K_stage)
         if K == K_body + K_stage:
@@ -1400,7 +1399,8 @@ class Machine:
             records = {shape: self._merge_records(b, shape, records.get(shape), stored.get(shape), per_branch,
                                                   per_template)
                        for shape in shapes}
-            present = {shape: device_table(self._leaves(shape, per_branch, per_template))[b] for shape in shapes}
+            present = {shape: device_table(sum(self._records_per_block(shape, per_branch, per_template)) > 0)[b]
+                       for shape in shapes}
             with jax.named_scope("counters"):
                 mem, cache = self.count_records(s.mem, s.cache, records, self.item_of_warp(wave, dyn), present)
             s = s._replace(mem=mem, cache=cache)
