@@ -1208,14 +1208,13 @@ class Machine:
 
         return slots, [padded(*t) for t in traced], [collections.Counter(t[2]) for t in traced]
 
-    def count_records(self, mem, cache, records: dict, item, present: Optional[dict] = None):
+    def count_records(self, mem, cache, records: dict, item, present: dict):
         """(mem [I, NI, N_MEM], read-only cache) with the step's access records counted: each shape's records
         at once, compiled once per shape whatever the kernel (skipped where the step's block leaves none of that
-        shape: `present[shape]`, a traced bool, else where no record has a lane); read-only loads looked up in
-        their cache in the order they ran."""
+        shape: `present[shape]`, a traced bool); read-only loads looked up in their cache in the order they ran."""
         for shape, rec in sorted(records.items()):
             # a record without lanes counts nothing, so skipping by the block alone changes no count
-            run = present[shape] if present is not None else jnp.any(rec.ok)
+            run = present[shape]
             if shape.name == memcounts.RO:
                 mem, cache = lax.cond(
                     run, lambda c, r: memcounts.count_cache_records(
@@ -1348,14 +1347,14 @@ class Machine:
             n_stage[:] = [per_template[k][shape] if k >= 0 else 0 for k in self._m_branch]
         return n_body, n_stage
 
-    def _merge_records(self, b, shape, body, stage, per_branch: list, per_template: list):
+    def _merge_records(self, b, body, stage, n_body: np.ndarray, n_stage: np.ndarray):
         """Block b's records of one shape: its body's (from its switch branch) then its memory stage's, in the
         order they ran. Slots: the most one block leaves (its body's and its stage's together), fewer than the
         body's slots and the stage's side by side where no block fills both: a loop body's loads and the store
-        after the loop share slots, so a step counts no more records than before they shared a shape."""
+        after the loop share slots, so a step counts no more records than before they shared a shape. n_body,
+        n_stage [NB]: each block's records of this shape in its body and its stage (`_records_per_block`)."""
         if body is None or stage is None:
             return body if stage is None else stage
-        n_body, n_stage = self._records_per_block(shape, per_branch, per_template)
         K_body, K_stage = body.ok.shape[0], stage.ok.shape[0]
         K = max(int(np.max(n_body + n_stage)), K_body, K_stage)
         if K == K_body + K_stage:
@@ -1395,12 +1394,12 @@ class Machine:
         with jax.named_scope("memory"):
             s, stored, per_template = self._memory_stage(b, s, active, wave, dyn)
         if records or stored:
-            shapes = set(records) | set(stored)
-            records = {shape: self._merge_records(b, shape, records.get(shape), stored.get(shape), per_branch,
-                                                  per_template)
-                       for shape in shapes}
-            present = {shape: device_table(sum(self._records_per_block(shape, per_branch, per_template)) > 0)[b]
-                       for shape in shapes}
+            merged, present = {}, {}
+            for shape in set(records) | set(stored):
+                n_body, n_stage = self._records_per_block(shape, per_branch, per_template)
+                merged[shape] = self._merge_records(b, records.get(shape), stored.get(shape), n_body, n_stage)
+                present[shape] = device_table(n_body + n_stage > 0)[b]
+            records = merged
             with jax.named_scope("counters"):
                 mem, cache = self.count_records(s.mem, s.cache, records, self.item_of_warp(wave, dyn), present)
             s = s._replace(mem=mem, cache=cache)

@@ -137,15 +137,16 @@ def _global_sorted(keys, active, ratio: int):
     return jnp.any(active, axis=1).astype(jnp.int32), n_key.astype(jnp.int32), n_line.astype(jnp.int32)
 
 
+def _bank_exact(arch: Arch, addr, nbytes: int, active):
+    """(wavefronts, bank conflicts) [W] int32 of each warp by the exact per-warp bank model."""
+    b = jax.vmap(lambda a, m: banks.bank_access(arch, a, nbytes, m))(addr, active)
+    return b.wavefronts, b.conflicts
+
+
 def shared_counts(arch: Arch, addr, nbytes: int, active):
     """(wavefronts, bank conflicts), each [W] int32, for one shared instruction of every warp."""
-
-    def exact(_):
-        b = jax.vmap(lambda a, m: banks.bank_access(arch, a, nbytes, m))(addr, active)
-        return b.wavefronts, b.conflicts
-
     if not by_word(arch, nbytes):
-        return exact(None)
+        return _bank_exact(arch, addr, nbytes, active)
     return word_counts(arch, floordiv(addr, arch.bank_width).astype(jnp.int32), nbytes, active)
 
 
@@ -154,11 +155,6 @@ def word_counts(arch: Arch, words, nbytes: int, active):
     from its lanes' bank words alone (`by_word`: each lane within one word). words [W, L] int32 word indices
     in the block's shared window; nbytes: the access's width (the exact model's, where the shortcut does not
     cover every warp)."""
-
-    def exact(_):
-        b = jax.vmap(lambda w, m: banks.bank_access(arch, w * arch.bank_width, nbytes, m))(words, active)
-        return b.wavefronts, b.conflicts
-
     nb = arch.shared_banks
     # Words within a 64-word span: word r and r + 32 (relative to the lowest) share a bank, nothing
     # else does, so the worst bank holds 2 distinct words exactly when both halves of the set overlap.
@@ -171,4 +167,5 @@ def word_counts(arch: Arch, words, nbytes: int, active):
         distinct = _popcount(word_map)
         return wave, wave - floordiv(distinct + nb - 1, nb)
 
-    return lax.cond(jnp.all(fits), fast, exact, None)
+    # the exact model at each word's first byte: a lane within one word finds the same word there
+    return lax.cond(jnp.all(fits), fast, lambda _: _bank_exact(arch, words * arch.bank_width, nbytes, active), None)
