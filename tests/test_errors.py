@@ -101,6 +101,42 @@ def test_stack_overflow():
 
 
 @js.kernel
+def deeper(out: Ptr[s32]):
+    t = js.threadIdx.x
+    v = js.var(0)
+    with js.if_(t % 2 == 0):
+        with js.if_(t % 4 == 0):
+            with js.if_(t % 8 == 0):
+                with js.if_(t % 16 == 0):
+                    v.set(4)
+                with js.else_():
+                    v.set(3)
+            with js.else_():
+                v.set(2)
+    out[t] = v
+
+
+def test_stack_grows_where_a_kernel_nests_deeper():
+    """Stacks start at STACK_START entries; a kernel that overflows them runs again on deeper ones (up to the
+    launch's stack_depth) and keeps them, with the same results and counters as a launch that allows just the
+    depth the kernel reaches."""
+    from jaxsimt.run.launch import STACK_START, stack_depth_for
+    prog = deeper.program
+    assert stack_depth_for(prog, 16, "stack") == STACK_START
+    r = js.launch(deeper, 1, 32, (np.zeros(32, np.int32),))
+    t = np.arange(32)
+    np.testing.assert_array_equal(r["out"], np.select([t % 16 == 0, t % 8 == 0, t % 4 == 0], [4, 3, 2], 0))
+    assert r.stats["max_stack_depth"] > STACK_START
+    assert stack_depth_for(prog, 16, "stack") == 16 and stack_depth_for(prog, 8, "stack") == 8
+    again = js.launch(deeper, 1, 32, (np.zeros(32, np.int32),))
+    assert again.compiles == 0  # the grown machine is kept
+    full = js.launch(js.kernel(deeper.fn, name="deeper_full"), 1, 32, (np.zeros(32, np.int32),),
+                     stack_depth=r.stats["max_stack_depth"])
+    assert {k: v for k, v in r.stats.items() if k != "emulator__compiles"} == \
+        {k: v for k, v in full.stats.items() if k != "emulator__compiles"}
+
+
+@js.kernel
 def runaway(out: Ptr[s32]):
     i = js.var(0)
     for _ in js.while_(lambda: i >= 0):  # never false

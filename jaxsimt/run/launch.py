@@ -326,6 +326,27 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     return res
 
 
+# A stack machine starts with stacks of at most this many entries per warp and grows them, by STACK_GROWTH at a
+# time up to the launch's `stack_depth`, where a kernel overflows them (the launch runs again on the deeper
+# machine, which the kernel then keeps). Every step updates each warp's whole stack, so a shallower one is
+# cheaper (naive GEMM on two cores: ~4% at N=256, ~10% at N=512, 16 -> 4 entries), and few kernels nest deeper
+# than a handful of divergent branches (docs/performance.md).
+STACK_START = 4
+STACK_GROWTH = 4
+
+
+class _StackTooShallow(Exception):
+    """A stack machine's wave overflowed stacks shallower than the launch allows (`STACK_START`)."""
+
+
+def stack_depth_for(prog: Program, most: int, mode: str) -> int:
+    """The stack entries per warp a launch of `prog` starts with: the kernel's grown depth (`STACK_START` until a
+    launch overflows it), at most `most` (the launch's `stack_depth`); ITS machines keep no stack."""
+    if mode == "its":
+        return most
+    return min(most, prog.__dict__.get("_stack_depth", STACK_START))
+
+
 def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Sequence[Sequence[Any]],
               arch: Union[str, Arch] = "h200", options: Optional[LaunchOptions] = None, *,
               item_ctas: Optional[Sequence[Sequence[int]]] = None, stacked: Optional[dict] = None,
@@ -340,6 +361,17 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
     called as progress(waves done, waves, blocks done, blocks) after each wave. `options` and the keywords
     `kw`: `LaunchOptions` (timing excepted: it predicts one launch, `launch(timing=True)`)."""
     opts = LaunchOptions.of(options, **kw)
+    while True:
+        try:
+            return _run_items(prog, grid, block, items, item_args, arch, opts, item_ctas, stacked, machine)
+        except _StackTooShallow as e:
+            prog.__dict__["_stack_depth"] = min(opts.stack_depth, e.args[0] * STACK_GROWTH)
+
+
+def _run_items(prog: Program, grid, block, items, item_args, arch, opts: LaunchOptions, item_ctas, stacked,
+               machine) -> list[LaunchResult]:
+    """`run_items` on stacks of `stack_depth_for` entries: raises _StackTooShallow(depth) where they overflow
+    short of the launch's `stack_depth`."""
     if opts.timing:
         raise errors.LaunchConfigError(f"kernel {prog.name}: timing=True predicts one launch (jaxsimt.launch), "
                                        f"not a batch")
@@ -414,7 +446,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                       ro_cache=rocache.shape(arch, rocache.cache_bytes(arch, occ["shared_mem_per_sm"]))
                       if rocache.used_by(prog) else None, compile_budget=compile_budget, check=checks,
                       collect=bool(collect))
-    geo = Geometry(block, arch.warp_size, cpw, stack_depth, n_items)
+    geo = Geometry(block, arch.warp_size, cpw, stack_depth_for(prog, stack_depth, mode), n_items)
     if blocks_per_wave is None and machine is None and devices is None and not trace:
         asked = geo
         geo, layout, options = reusable_shape(prog, mode, geo, layout, options, auto_optimize, local_most)
@@ -464,6 +496,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                 from jaxsimt.run.shard import run_sharded
                 gm, cnt, fault, total_steps = run_sharded(m, gm, dyn, cta_table, devices)
                 if fault.code != errors.NONE:
+                    _check_depth(geo, stack_depth, int(fault.code))
                     raise _fault_error(prog, m, geo, grid, sizes, fault, max_steps, cta_table, default_budget=default_budget)
                 traces = []
             else:
@@ -487,6 +520,7 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                         if f.code == errors.DEADLOCK and any(x.kind == hang for x in new):
                             f = Fault.of_ints(errors.NONE, 0, 0, 0, 0, 0)  # synccheck explains the deadlock: a finding
                         if f.code != errors.NONE:
+                            _check_depth(geo, stack_depth, int(f.code))
                             err = _fault_error(prog, m, geo, grid, sizes, f, max_steps, cta_table, stuck,
                                                default_budget=default_budget)
                             err.findings = found
@@ -545,6 +579,12 @@ def run_items(prog: Program, grid, block, items: Sequence[tuple], item_args: Seq
                                     [dict(r) for r in per_instr], tr, m.program, occ,
                                     findings=[x for x in found if x.item == i], compiles=m.compiles - compiles_before))
     return results
+
+
+def _check_depth(geo: Geometry, most: int, code: int) -> None:
+    """Raise _StackTooShallow where a wave's fault `code` is a stack overflow on stacks shallower than `most`."""
+    if code == errors.STACK_OVERFLOW and geo.depth < most:
+        raise _StackTooShallow(geo.depth)
 
 
 def _given_bytes(prog: Program, items, bases, uninit, words: int) -> np.ndarray:

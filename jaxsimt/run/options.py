@@ -23,7 +23,9 @@ class LaunchOptions:
     regs: registers per thread for the occupancy and register-file checks (None: the program's estimate).
     max_steps: step budget per wave (a runaway loop raises StepBudgetExceeded; None: `launch.default_max_steps`,
       max(65,536, instructions x (4,096 + min(warps per wave, instructions)))).
-    stack_depth: entries of each warp's reconvergence stack (16).
+    stack_depth: the most entries of each warp's reconvergence stack (16; a deeper nesting raises
+      StackOverflowError). Stacks start shallower and grow to it where a kernel needs them
+      (`launch.STACK_START`).
     blocks_per_wave: blocks emulated at once (None: ~0.5M threads on a CPU, on a GPU as many as an eighth of its
       memory holds: `launch.default_threads_per_wave`).
     trace: record the schedule step by step (small launches; not in batches).
