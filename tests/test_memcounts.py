@@ -60,7 +60,7 @@ def test_records_pad_and_count_nothing():
     with jax.enable_x64(True):
         arch, shape = js.get_arch("h200"), memcounts.Shape("ld", "gmem", 4, False)
         rec = memcounts.pack(arch, shape, [], 3, (2, 32))
-        assert rec.addr.shape == (3, 2, 32) and not bool(jnp.any(rec.ok))
+        assert rec.addr.shape == (3, 2, 32) and not bool(jnp.any(memcounts.lanes(rec)))
         mem = jnp.zeros((1, 4, memcounts.N_MEM), jnp.int64)
         out = memcounts.count_records(arch, mem, shape, rec, jnp.zeros((2,), jnp.int32))
         assert not bool(jnp.any(out))

@@ -1190,8 +1190,8 @@ class Machine:
         if shared is not None:
             for shape, k in slots:
                 one = memcounts.pack(self.options.arch, shape, [], k, self.active_shape)
-                none[shape] = memcounts.Records(*(None if x is None else shared.get(("records", shape, j), x.shape,
-                                                                                    np.zeros((), x.dtype))
+                none[shape] = memcounts.Records(*(None if x is None else shared.get(
+                    ("records", shape, j), x.shape, np.asarray(memcounts.fill(self.options.arch, shape, j), x.dtype))
                                                   for j, x in enumerate(one)))
 
         def padded(run, tree, shapes, made):
@@ -1347,7 +1347,7 @@ class Machine:
             n_stage[:] = [per_template[k][shape] if k >= 0 else 0 for k in self._m_branch]
         return n_body, n_stage
 
-    def _merge_records(self, b, body, stage, n_body: np.ndarray, n_stage: np.ndarray):
+    def _merge_records(self, b, shape, body, stage, n_body: np.ndarray, n_stage: np.ndarray):
         """Block b's records of one shape: its body's (from its switch branch) then its memory stage's, in the
         order they ran. Slots: the most one block leaves (its body's and its stage's together), fewer than the
         body's slots and the stage's side by side where no block fills both: a loop body's loads and the store
@@ -1355,7 +1355,7 @@ class Machine:
         n_stage [NB]: each block's records of this shape in its body and its stage (`_records_per_block`)."""
         if body is None or stage is None:
             return body if stage is None else stage
-        K_body, K_stage = body.ok.shape[0], stage.ok.shape[0]
+        K_body, K_stage = body.addr.shape[0], stage.addr.shape[0]
         K = max(int(np.max(n_body + n_stage)), K_body, K_stage)
         if K == K_body + K_stage:
             return memcounts.concat(body, stage)
@@ -1364,11 +1364,13 @@ class Machine:
         take = (slot >= first) & (slot < first + device_table(n_stage)[b])
         at = jnp.clip(slot - first, 0, K_stage - 1)
 
-        def merged(x, y):
-            x = jnp.concatenate([x, jnp.zeros((K - K_body,) + x.shape[1:], x.dtype)]) if K > K_body else x
+        def merged(x, y, j):
+            if K > K_body:
+                x = jnp.concatenate([x, jnp.full((K - K_body,) + x.shape[1:], memcounts.fill(self.options.arch, shape, j),
+                                                 x.dtype)])
             return jnp.where(take.reshape((K,) + (1,) * (x.ndim - 1)), y[at], x)
 
-        return memcounts.Records(*(None if x is None else merged(x, y) for x, y in zip(body, stage)))
+        return memcounts.Records(*(None if x is None else merged(x, y, j) for j, (x, y) in enumerate(zip(body, stage))))
 
     def _run_block(self, b, fns, s: State, active, wave, dyn: Dyn):
         """Run block b for the `active` lanes [W, L]: its body (its compiled branch or its template), then its
@@ -1397,7 +1399,8 @@ class Machine:
             merged, present = {}, {}
             for shape in set(records) | set(stored):
                 n_body, n_stage = self._records_per_block(shape, per_branch, per_template)
-                merged[shape] = self._merge_records(b, records.get(shape), stored.get(shape), n_body, n_stage)
+                merged[shape] = self._merge_records(b, shape, records.get(shape), stored.get(shape), n_body,
+                                                    n_stage)
                 present[shape] = device_table(n_body + n_stage > 0)[b]
             records = merged
             with jax.named_scope("counters"):

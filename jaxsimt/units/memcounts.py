@@ -125,9 +125,7 @@ def tally(x, item, items: int):
 def count_inline(arch: Arch, mem, pc, shape: Shape, addr, ok, item):
     """mem [I, NI, N_MEM] with one access of every warp of the step counted at instruction pc: the counter
     stage's count of one record."""
-    one = Records(jnp.asarray(pc, jnp.int32)[None], jnp.broadcast_to(record_addr(arch, shape, addr), ok.shape)[None],
-                  ok[None])
-    return count_records(arch, mem, shape, one, item)
+    return count_records(arch, mem, shape, pack(arch, shape, [(pc, addr, ok, shape.nbytes)], 1, ok.shape), item)
 
 
 def count_cached(mem, cache, cs, pc, addr, nbytes, ok, item, warps_per_block: int):
@@ -139,16 +137,31 @@ def count_cached(mem, cache, cs, pc, addr, nbytes, ok, item, warps_per_block: in
     return mem.at[:, pc, jnp.asarray([MEM_CACHE_HITS, MEM_CACHE_MISSES])].add(add), cache
 
 
+OFF = -(2 ** 31)  # a keyed record's key of a lane that does not access (a key is at least -2^31 / 32 + ...)
+
+
 class Records(NamedTuple):
     """A step's accesses of one shape, K slots: pcs [K] int32, addr [K, W, L] (int32 keys where the shape is
-    `keyed`, else int64 byte addresses: `record_addr`), ok [K, W, L] bool (a slot that no access filled has no
+    `keyed`, OFF where the lane does not access; else int64 byte addresses: `record_addr`), ok [K, W, L] bool
+    the lanes that access where the shape is not keyed, else None (`lanes`; a slot that no access filled has no
     lane); nbytes [K] int32 bytes per lane where the shape has no one width (RO, and shapes several widths
-    share), else None."""
+    share), else None. Keyed records carry their lanes in their keys: a step's records leave its block's
+    branch, and one array is half the writes of two."""
 
     pcs: jnp.ndarray
     addr: jnp.ndarray
     ok: jnp.ndarray
     nbytes: Optional[jnp.ndarray] = None
+
+
+def lanes(rec: Records):
+    """[K, W, L] bool: the lanes of each record that access."""
+    return rec.addr != OFF if rec.ok is None else rec.ok
+
+
+def fill(arch: Arch, shape: Shape, field: int):
+    """The value of `Records` field number `field` (pcs, addr, ok, nbytes) in a slot that no access filled."""
+    return OFF if field == 1 and keyed(arch, shape) else 0
 
 
 def pack(arch: Arch, shape: Shape, found: list, capacity: int, lanes_shape: tuple) -> Records:
@@ -158,12 +171,17 @@ def pack(arch: Arch, shape: Shape, found: list, capacity: int, lanes_shape: tupl
     if pad < 0:
         raise AssertionError(f"{len(found)} accesses of one shape, more than the {capacity} counted")
     pcs = [jnp.asarray(p, jnp.int32) for p, _, _, _ in found] + [jnp.int32(0)] * pad
+    nbytes = [jnp.asarray(n, jnp.int32) for _, _, _, n in found] + [jnp.int32(0)] * pad
+    nb = jnp.stack(nbytes) if sized(shape) else None
+    if keyed(arch, shape):
+        addr = [jnp.where(o, record_addr(arch, shape, a), OFF) for _, a, o, _ in found]
+        addr = [jnp.broadcast_to(a, lanes_shape) for a in addr] + [jnp.full(lanes_shape, OFF, jnp.int32)] * pad
+        return Records(jnp.stack(pcs), jnp.stack(addr), None, nb)
     addr = [jnp.broadcast_to(record_addr(arch, shape, a), lanes_shape) for _, a, _, _ in found]
     ok = [jnp.broadcast_to(o, lanes_shape) for _, _, o, _ in found]
-    nbytes = [jnp.asarray(n, jnp.int32) for _, _, _, n in found] + [jnp.int32(0)] * pad
-    addr += [jnp.zeros(lanes_shape, jnp.int32 if keyed(arch, shape) else jnp.int64)] * pad
+    addr += [jnp.zeros(lanes_shape, jnp.int64)] * pad
     ok += [jnp.zeros(lanes_shape, bool)] * pad
-    return Records(jnp.stack(pcs), jnp.stack(addr), jnp.stack(ok), jnp.stack(nbytes) if sized(shape) else None)
+    return Records(jnp.stack(pcs), jnp.stack(addr), jnp.stack(ok), nb)
 
 
 def count_cache_records(mem, cache, cs, rec: Records, item, warps_per_block: int):
@@ -183,9 +201,9 @@ def count_cache_records(mem, cache, cs, rec: Records, item, warps_per_block: int
 def count_records(arch: Arch, mem, shape: Shape, rec: Records, item):
     """mem [I, NI, N_MEM] with every record of one shape counted at its pc: the K slots' warps counted as
     one wave of K x W warps (slots without lanes count nothing)."""
-    K, W, L = rec.ok.shape
+    K, W, L = rec.addr.shape
     nbytes = None if rec.nbytes is None else jnp.repeat(rec.nbytes, W)
-    cols, rows = counts(arch, shape, rec.addr.reshape(K * W, L), rec.ok.reshape(K * W, L), nbytes)
+    cols, rows = counts(arch, shape, rec.addr.reshape(K * W, L), lanes(rec).reshape(K * W, L), nbytes)
     # one reduction for every column at once (each is a loop XLA compiles on its own)
     add = jnp.moveaxis(tally(jnp.stack(rows).reshape(len(rows), K, W), item, mem.shape[0]), 0, -1)  # [K, I, C]
     return mem.at[:, rec.pcs[:, None], jnp.asarray(cols)[None, :]].add(jnp.moveaxis(add, 1, 0))
