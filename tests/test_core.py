@@ -1,6 +1,7 @@
 """The SIMT core: reconvergence stack behaviour, seed kernels against numpy, jit/no-jit equality."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import jaxsimt as js
 from jaxsimt import Ptr, f32, s32, u32
@@ -362,3 +363,31 @@ def test_long_blocks_split_into_fall_through_chains(monkeypatch):
     for key in ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "simd_efficiency"):
         assert a.stats[key] == c.stats[key], key
     assert c.stats["emulator__steps"] - a.stats["emulator__steps"] == (longest - 1) // 5
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 70), st.data())
+def test_pick_block_counts_alike_by_comparison_and_by_scatter(n_blocks, n_warps, data):
+    """The scheduler's block choice is the same whichever way it counts the warps at each block (a GPU counts
+    by comparison, a CPU by scatter-add)."""
+    import jax
+
+    from jaxsimt.machine import core
+
+    pc = np.array(data.draw(st.lists(st.integers(0, n_blocks - 1), min_size=n_warps, max_size=n_warps)), np.int32)
+    ready = np.array(data.draw(st.lists(st.booleans(), min_size=n_warps, max_size=n_warps)))
+    age = np.array(data.draw(st.lists(st.integers(0, 2 * n_blocks), min_size=n_warps, max_size=n_warps)), np.int32)
+    backend = jax.default_backend()
+    picks = []
+    for limit in (0, n_blocks):
+        saved = dict(core.COUNT_BY_COMPARISON)
+        core.COUNT_BY_COMPARISON[backend] = limit
+        try:
+            picks.append(int(core.pick_block(pc, ready, age, n_blocks)))
+        finally:
+            core.COUNT_BY_COMPARISON.clear()
+            core.COUNT_BY_COMPARISON.update(saved)
+    waited = np.where(ready, age, -1)
+    counts = np.bincount(pc[ready], minlength=n_blocks)
+    expect = pc[np.argmax(waited)] if waited.max() > n_blocks else np.argmax(counts)
+    assert picks == [expect, expect]
