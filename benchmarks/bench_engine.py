@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 from jaxsimt.kernels import collection
+from jaxsimt.run.gpu_graphs import enable_concurrent_gpu_graphs
 
 try:
     from jaxsimt.machine.templates import COMPILE_BUDGET
@@ -114,6 +115,7 @@ def main(argv=None):
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/engine_<device>.json)")
     a = ap.parse_args(argv)
+    enable_concurrent_gpu_graphs()  # as the jaxsimt command does, before the first computation
     names = {"all": one_per_entry(), "quick": QUICK}.get(a.kernels[0], a.kernels) if len(a.kernels) == 1 else a.kernels
     budgets = [_budget(b) for b in a.budgets]
     dev = jax.devices()[0]

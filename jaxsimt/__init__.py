@@ -20,6 +20,7 @@ from jaxsimt.errors import (
 from jaxsimt.run.launch import LaunchResult, launch
 from jaxsimt.run.options import LaunchOptions
 from jaxsimt.run.compile_cache import enable_compile_cache  # opt-in: importing jaxsimt leaves JAX's config alone
+from jaxsimt.run.gpu_graphs import enable_concurrent_gpu_graphs  # opt-in, before JAX's first computation
 from jaxsimt.run.batch import BatchResult, LaunchSpec, launch_batch, sweep
 from jaxsimt.tensor import WarpSyncError, ldmatrix, mma_sync, wmma
 from jaxsimt.units import mma, occupancy  # noqa: E402  (jaxsimt.mma.mma, jaxsimt.occupancy.occupancy)

@@ -45,6 +45,9 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     mod, fn, _ = COMMANDS[cmd]
+    from jaxsimt.run.gpu_graphs import enable_concurrent_gpu_graphs
+
+    enable_concurrent_gpu_graphs()  # before anything starts JAX's backends; a CPU ignores it
     try:
         module = importlib.import_module(mod)
     except ModuleNotFoundError as e:
@@ -54,7 +57,6 @@ def main(argv=None) -> int:
         raise
     if "-h" not in rest and "--help" not in rest:
         from jaxsimt.run.compile_cache import enable_compile_cache
-
         enable_compile_cache()  # a new process reuses what earlier ones compiled (JAXSIMT_NO_COMPILE_CACHE=1: off)
     # each command's main returns its exit status and reports errors itself (jaxsimt.run.command)
     return int(getattr(module, fn)(rest) or 0)

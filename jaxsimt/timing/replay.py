@@ -54,7 +54,7 @@ POLICIES = ("lrr", "gto")
 # per timing class: the scoreboard kind its result sets, and the throttle reason of its pipe
 _KIND = np.array([WAIT, WAIT, SHORT, WAIT, SHORT, LONG, WAIT, WAIT, SHORT], np.int32)
 _THROTTLE = np.array([MATH, MATH, MATH, MATH, MIO, LG, MATH, MATH, MIO], np.int32)
-_INF = jnp.float32(3e38)
+_INF = np.float32(3e38)  # a numpy scalar: a jnp one at import would start JAX's backends
 CHECKPOINT = True
 MAX_STEPS = 8192  # replay window: longer queues are extrapolated from its second half
 
