@@ -114,13 +114,17 @@ def main(argv=None):
                     help="wave sizes for the GEMM (0: the launch's default; -1: the whole grid in one wave)")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/engine_<device>.json)")
+    ap.add_argument("--no-concurrent-graphs", action="store_true",
+                    help="on a GPU, leave XLA's CUDA graphs sequential (jaxsimt.enable_concurrent_gpu_graphs)")
     a = ap.parse_args(argv)
-    enable_concurrent_gpu_graphs()  # as the jaxsimt command does, before the first computation
+    # as the jaxsimt command does, before the first computation
+    graphs = not a.no_concurrent_graphs and enable_concurrent_gpu_graphs()
     names = {"all": one_per_entry(), "quick": QUICK}.get(a.kernels[0], a.kernels) if len(a.kernels) == 1 else a.kernels
     budgets = [_budget(b) for b in a.budgets]
     dev = jax.devices()[0]
     out = {"device": f"{dev.platform}:{dev.device_kind}", "cpus": os.cpu_count(), "python": platform.python_version(),
-           "jax": jax.__version__, "default_budget": COMPILE_BUDGET, "compile": [], "gemm": []}
+           "jax": jax.__version__, "concurrent_gpu_graphs": graphs, "default_budget": COMPILE_BUDGET,
+           "compile": [], "gemm": []}
     path = a.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"engine_{dev.platform}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     print(f"engine on {dev.platform} ({dev.device_kind}), {os.cpu_count()} cores, default budget "

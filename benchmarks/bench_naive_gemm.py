@@ -60,7 +60,11 @@ def main():
     ap.add_argument("--no-counters", action="store_true")
     ap.add_argument("--inline-counts", action="store_true",
                     help="count each access where it runs instead of in the step's counter stage (the same counts)")
+    ap.add_argument("--no-concurrent-graphs", action="store_true",
+                    help="on a GPU, leave XLA's CUDA graphs sequential (jaxsimt.enable_concurrent_gpu_graphs)")
     args = ap.parse_args()
+    # as the jaxsimt command does, before the first computation
+    graphs = not args.no_concurrent_graphs and js.enable_concurrent_gpu_graphs()
     if args.inline_counts:
         from jaxsimt.machine.core import Machine
         Machine.count_stage = False
@@ -73,7 +77,7 @@ def main():
         print(f"{r['N']:>6} {str(r['correct']):>4} {r['first_call_s']:>13.2f} {r['median_s']:>10.3f} "
               f"{r['fma_per_s']:>11.3g} {r['warp_inst_per_s']:>12.3g} {r['steps']:>7}")
     out = {"device": f"{dev.platform}:{dev.device_kind}", "cpus": os.cpu_count(), "python": platform.python_version(),
-           "jax": jax.__version__, "rows": rows}
+           "jax": jax.__version__, "concurrent_gpu_graphs": graphs, "rows": rows}
     os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
     path = os.path.join(os.path.dirname(__file__), "results", f"naive_gemm_{dev.platform}.json")
     with open(path, "w") as f:
