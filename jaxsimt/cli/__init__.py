@@ -57,6 +57,7 @@ def main(argv=None) -> int:
         raise
     if "-h" not in rest and "--help" not in rest:
         from jaxsimt.run.compile_cache import enable_compile_cache
+
         enable_compile_cache()  # a new process reuses what earlier ones compiled (JAXSIMT_NO_COMPILE_CACHE=1: off)
     # each command's main returns its exit status and reports errors itself (jaxsimt.run.command)
     return int(getattr(module, fn)(rest) or 0)

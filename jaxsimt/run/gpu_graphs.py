@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 
 FLAG = "xla_gpu_graph_enable_concurrent_region"
-# jaxlib versions [first, last) whose XLA knows FLAG (measured: 0.10.2 on a CPU, 0.11.2 on an H200)
-KNOWN = ((0, 4, 35), (0, 12, 0))
+# jaxlib versions [first, last) taken to know FLAG: around those it was run with (0.10.2 on a CPU, 0.11.2 on an
+# H200); outside them the option is left out rather than risk a process that XLA stops at start
+KNOWN = ((0, 10, 0), (0, 12, 0))
 
 
 def _jaxlib_version() -> tuple:
