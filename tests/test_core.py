@@ -1,4 +1,6 @@
 """The SIMT core: reconvergence stack behaviour, seed kernels against numpy, jit/no-jit equality."""
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -377,16 +379,10 @@ def test_pick_block_counts_alike_by_comparison_and_by_scatter(n_blocks, n_warps,
     pc = np.array(data.draw(st.lists(st.integers(0, n_blocks - 1), min_size=n_warps, max_size=n_warps)), np.int32)
     ready = np.array(data.draw(st.lists(st.booleans(), min_size=n_warps, max_size=n_warps)))
     age = np.array(data.draw(st.lists(st.integers(0, 2 * n_blocks), min_size=n_warps, max_size=n_warps)), np.int32)
-    backend = jax.default_backend()
     picks = []
-    for limit in (0, n_blocks):
-        saved = dict(core.COUNT_BY_COMPARISON)
-        core.COUNT_BY_COMPARISON[backend] = limit
-        try:
+    for limit in (0, n_blocks):  # by scatter-add, then by comparison
+        with mock.patch.dict(core.COUNT_BY_COMPARISON, {jax.default_backend(): limit}):
             picks.append(int(core.pick_block(pc, ready, age, n_blocks)))
-        finally:
-            core.COUNT_BY_COMPARISON.clear()
-            core.COUNT_BY_COMPARISON.update(saved)
     waited = np.where(ready, age, -1)
     counts = np.bincount(pc[ready], minlength=n_blocks)
     expect = pc[np.argmax(waited)] if waited.max() > n_blocks else np.argmax(counts)
