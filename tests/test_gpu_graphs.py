@@ -40,3 +40,11 @@ def test_too_late_once_a_computation_ran():
     code = "import jax.numpy as jnp; jnp.ones(1).block_until_ready()\n" + _RUN
     lines = _run(code=code)
     assert lines[0] == "False ''"
+
+
+def test_versions_past_the_known_ones_are_not_taken_for_them(monkeypatch):
+    import jaxlib
+
+    for version, known in (("0.12.0rc1", False), ("0.11.0.dev20250101", True), ("0.10", True), ("0.9.9", False)):
+        monkeypatch.setattr(jaxlib, "__version__", version)
+        assert (gpu_graphs.KNOWN[0] <= gpu_graphs._jaxlib_version() < gpu_graphs.KNOWN[1]) is known, version

@@ -11,6 +11,7 @@ does not know, so the option is only added for the jaxlib versions it was measur
 from __future__ import annotations
 
 import os
+import re
 
 FLAG = "xla_gpu_graph_enable_concurrent_region"
 # jaxlib versions [first, last) taken to know FLAG: around those it was run with (0.10.2 on a CPU, 0.11.2 on an
@@ -19,9 +20,10 @@ KNOWN = ((0, 10, 0), (0, 12, 0))
 
 
 def _jaxlib_version() -> tuple:
+    """(major, minor, patch) of the installed jaxlib, each part's leading digits ("0.12.0rc1" -> (0, 12, 0))."""
     import jaxlib
 
-    return tuple(int(p) for p in jaxlib.__version__.split(".")[:3] if p.isdigit())
+    return tuple(int(re.match(r"\d*", p).group() or 0) for p in (jaxlib.__version__.split(".") + ["0"] * 3)[:3])
 
 
 def _backends_started() -> bool:
