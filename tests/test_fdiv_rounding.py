@@ -4,11 +4,13 @@ a broadcast value into a multiply by its reciprocal. References: numpy's correct
 division, and exact rational arithmetic for the directed modes."""
 from fractions import Fraction
 
+import jax.numpy as jnp
 import numpy as np
 
 import jaxsimt as js
 import jaxsimt.ptx as P
 from jaxsimt import Ptr, f32, f64
+from jaxsimt.units import mufu
 
 N = 1024
 
@@ -119,7 +121,7 @@ def _ptx(t, ops):
 _F32_OPS = [
     "div.rn.f32 {d}, %f1, 0f40400000;",  # x / 3.0 (immediate)
     "div.rn.f32 {d}, %f1, %f2;",  # x / c (parameter)
-    "div.full.f32 {d}, %f1, %f2;",  # computed correctly rounded (documented)
+    "div.full.f32 {d}, %f1, %f2;",  # the special function unit's (jaxsimt.units.mufu, tests/test_mufu.py)
     "div.rz.f32 {d}, %f1, %f2;",
     "div.rm.f32 {d}, %f1, 0f3DCCCCCD;",  # x / 0.1f
     "div.rp.f32 {d}, %f1, %f2;",
@@ -143,7 +145,9 @@ def test_ptx_f32_division_sqrt_rcp_rounding_modes_bit_exact():
     exact_c = [v / Fraction(float(c)) for v in fx]
     _bits_equal(out[0], x / three)
     _bits_equal(out[1], x / c)
-    _bits_equal(out[2], x / c)
+    unit = mufu.div(jnp.asarray(x), jnp.full(N, c), mufu.tables_for(["rcp"]), True, False)
+    _bits_equal(out[2], np.asarray(unit))
+    assert np.all(np.abs(out[2].astype(np.float64) / (x.astype(np.float64) / c) - 1) < 2 ** -22)  # ~2 ulp
     _bits_equal(out[3], _directed(x, exact_c, x / c, "rz"))
     _bits_equal(out[4], _directed(x, [v / Fraction(float(tenth)) for v in fx], x / tenth, "rm"))
     _bits_equal(out[5], _directed(x, exact_c, x / c, "rp"))

@@ -92,6 +92,7 @@ class Dyn(NamedTuple):
     # (I * n_ctas: none)
     tex: jnp.ndarray = None  # [I, n_params, 2] int32  (width, height) of each 2D-texture parameter
     max_steps: jnp.ndarray = None  # [] int32  the step budget of each wave
+    mufu: object = None  # mufu.Tables: the special function unit's result tables the program reads
 
 
 class State(NamedTuple):

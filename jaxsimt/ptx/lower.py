@@ -651,19 +651,26 @@ class _Lowerer:
         if op in ("add", "sub", "mul", "mad", "fma", "div"):
             self.arith(ins, ctx, loc, t, S, D)
             return
+        # the special function unit's f32 forms say whether they flush denormals (ptxas wraps the others)
+        unit = {"ftz": "ftz" in ins.modifiers} if t == T.f32 else {}
         if op in ("rcp", "sqrt"):
             rnd = next((m for m in ins.modifiers if m in _ROUND), None)
             if t == T.f32 and rnd not in (None, "rn"):
                 self.emit("ptx.farith", [D(0)], [S(1)], loc, type="f32", fn=op, rnd=rnd)
+            elif op == "rcp" and t == T.f32 and "approx" in ins.modifiers:
+                self.emit(op, [D(0)], [S(1)], loc, type=ttxt, approx=True, **unit)
             else:
                 self.emit(op, [D(0)], [S(1)], loc, type=ttxt)
             return
-        if op in ("rsqrt", "lg2", "sin", "cos"):
+        if op in ("rsqrt", "lg2"):
+            self.emit(op, [D(0)], [S(1)], loc, type=ttxt, **unit)
+            return
+        if op in ("sin", "cos"):
             self.emit(op, [D(0)], [S(1)], loc, type=ttxt)
             return
         if op in ("ex2", "tanh"):
             if op == "ex2" and t in (T.f32, T.f64):
-                self.emit("ex2", [D(0)], [S(1)], loc, type=ttxt)
+                self.emit("ex2", [D(0)], [S(1)], loc, type=ttxt, **unit)
             else:
                 self.emit("ptx.funary", [D(0)], [S(1)], loc, type=ttxt, fn=op)
             return
@@ -803,7 +810,9 @@ class _Lowerer:
         if op == "mad":
             op = "fma"  # mad.f32 / mad.rn.f32 is fma on sm_20 and later
         if op == "div" and t == T.f32 and rnd is None:
-            rnd = "rn"  # div.approx / div.full: computed correctly rounded (documented deviation)
+            # div.approx / div.full: the dividend times the special function unit's reciprocal
+            self.emit("div.approx", [D(0)], [S(1), S(2)], loc, type="f32", full="full" in mods, ftz="ftz" in mods)
+            return
         special = (rnd not in (None, "rn") and t != T.f64) or "sat" in mods or "relu" in mods
         if special:
             self.emit("ptx.farith", [D(0)], [S(k) for k in range(1, n)], loc, type=ttxt, fn=op, rnd=rnd,

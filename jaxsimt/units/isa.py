@@ -14,7 +14,9 @@ An entry (`Op`) says what the operation is:
 * `copy`: a register copy (`mov`), which the timing traces do not issue where ptxas folds it away;
 * `orders_warp`: a warp barrier (`__syncwarp`), which orders its lanes' accesses for racecheck;
 * `feeds`: the counter families its executions add to beyond the instruction counts ("memory": requests,
-  sectors, wavefronts and bank conflicts per instruction; "texture": the texture cache).
+  sectors, wavefronts and bank conflicts per instruction; "texture": the texture cache);
+* `tables(ins)`: the functions of the special function unit (`mufu`) whose result tables it reads, which the
+  launch hands to the machine as run-time data.
 
 The machine, the ITS machine, the memory stage, the stats, the sanitizer and the timing traces read this
 table; no other module tests op names. Front ends emit the ops by name; the DSL and the PTX lowering share
@@ -25,13 +27,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
-from jaxsimt.units import alu, generic, ptxops, texture
+from jaxsimt.units import alu, generic, mufu, ptxops, texture
 from jaxsimt import types as T
 from jaxsimt.units.mma import execute as mma_execute
 from jaxsimt.program import Imm, Instr
 
 # Timing classes (the order of jaxsimt.timing.trace's class indices)
 TIMING_CLASSES = ("alu", "fp32", "sfu", "tensor", "shared", "global", "barrier", "control", "shuffle")
+
+
+def _no_tables(ins) -> tuple:
+    return ()
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class Op:
     feeds: frozenset = frozenset()
     orders_warp: bool = False  # a warp barrier (`__syncwarp`): orders its lanes' accesses for racecheck
     copy: bool = False  # a register copy (mov), which ptxas folds away where it can
+    tables: Callable[[Instr], tuple] = _no_tables  # the mufu functions whose tables it reads
 
 
 # ---------------------------------------------------------------------------------------------
@@ -63,6 +70,36 @@ def _alu(ex, ins, pc):
     else:
         args = [ex.read(s, t) for s in ins.src]
     ex.write(ins.dst[0], alu.execute(ins.op, ins, args, t, ex.zero))
+
+
+def _unit_reads(ins) -> tuple:
+    """The special-function-unit tables an ex2 / lg2 / rsqrt / rcp reads: f32 runs on the unit (rcp only in its
+    .approx form; rcp.rn is the ALU's correctly rounded reciprocal), other types on the ALU."""
+    return (ins.op,) if ins.attr("type") == "f32" and (ins.op != "rcp" or ins.attr("approx")) else ()
+
+
+def _sfu(ex, ins, pc):
+    """ex2, lg2, rsqrt and rcp: on f32, the H200's special function unit bit for bit (`mufu.approx`, with
+    ptxas's handling of denormals unless .ftz); other types, the ALU."""
+    if not _unit_reads(ins):
+        return _alu(ex, ins, pc)
+    x = ex.read(ins.src[0], T.f32)
+    ex.write(ins.dst[0], mufu.approx(ins.op, x, _unit_tables(ex, ins), bool(ins.attr("ftz", False))))
+
+
+def _div_approx(ex, ins, pc):
+    """div.approx / div.full on f32: the dividend times the special function unit's reciprocal (`mufu.div`)."""
+    a, b = (ex.read(s, T.f32) for s in ins.src)
+    ex.write(ins.dst[0], mufu.div(a, b, _unit_tables(ex, ins), bool(ins.attr("full", False)),
+                                  bool(ins.attr("ftz", False))))
+
+
+def _unit_tables(ex, ins):
+    tab = getattr(ex.dyn, "mufu", None)
+    if tab is None:
+        raise ValueError(f"{ins.op} ({ins.loc}) needs the special function unit's tables: launch it through "
+                         "jaxsimt.launch, which passes them to the machine")
+    return tab
 
 
 def _sreg(ex, ins, pc):
@@ -131,11 +168,13 @@ def _src_mask(k: int):
 
 _FP_OPS = "add sub mul mad fma min max neg abs".split()
 _SFU_OPS = "sqrt rsqrt rcp ex2 lg2 sin cos".split()
-assert set(_FP_OPS) | set(_SFU_OPS) | {"div"} <= alu.ALU_OPS
+_UNIT_OPS = tuple(mufu.UNIT)  # ex2 lg2 rsqrt rcp: the special function unit's on f32
+assert set(_FP_OPS) | set(_SFU_OPS) | {"div"} <= alu.ALU_OPS and set(_UNIT_OPS) <= set(_SFU_OPS)
 
 _ENTRIES = (
-    [Op(n, _alu, _fp if n in _FP_OPS else "sfu" if n in _SFU_OPS else _div if n == "div" else "alu",
-        copy=n == "mov") for n in sorted(alu.ALU_OPS)]
+    [Op(n, _sfu if n in _UNIT_OPS else _alu,
+        _fp if n in _FP_OPS else "sfu" if n in _SFU_OPS else _div if n == "div" else "alu",
+        copy=n == "mov", tables=_unit_reads if n in _UNIT_OPS else _no_tables) for n in sorted(alu.ALU_OPS)]
     + [
         Op("sreg", _sreg),
         Op("param", _param),
@@ -143,6 +182,7 @@ _ENTRIES = (
         Op("st", _memory, _space_class, memory="write", feeds=frozenset({"memory"})),
         Op("atom", _memory, _space_class, memory="atomic", feeds=frozenset({"memory"})),
         Op("tex2d", texture.tex2d, "alu", memory="read", feeds=frozenset({"texture"})),
+        Op("div.approx", _div_approx, "sfu", tables=lambda ins: ("rcp",)),
         # the full PTX forms, which both front ends emit: setp with its combining predicate and `set` form, cvt
         # with rounding modes, .sat and .relu, shfl.sync with the ISA's packed clamp and segment mask (the DSL
         # packs CUDA's width into it as the CUDA headers do). A shuffle issues to the MIO queue as shared
@@ -199,6 +239,14 @@ def timing_class(ins: Instr) -> str:
     if op.memory is None and ins.attr("pipe") == "tensor":  # an MMA lowered to another op keeps its pipe
         return "tensor"
     return op.timing(ins) if callable(op.timing) else op.timing
+
+
+def unit_tables(instructions) -> tuple:
+    """The special function unit's functions (`mufu.UNIT` names) whose tables any of `instructions` reads."""
+    need = set()
+    for ins in instructions:
+        need.update(spec(ins.operation).tables(ins.operation))
+    return tuple(sorted(need))
 
 
 def memory(ins: Instr) -> Optional[str]:

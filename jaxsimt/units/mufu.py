@@ -1,0 +1,227 @@
+"""The special function unit (MUFU) of the H200, bit for bit: `ex2`, `lg2`, `rsqrt`, `rcp` and the divisions
+ptxas builds on `rcp`.
+
+PTX's `.approx` forms of these run on the multi-function unit, which is not correctly rounded: `ex2.approx.f32`
+is a few ulp off exp2, and what it returns depends on the hardware's tables. The model is data, measured on the
+H200 over every float32 input (`jaxsimt/data/h200/mufu/README.md`):
+
+* `rcp` and `rsqrt` depend on the input's mantissa (and, for `rsqrt`, the exponent's parity) alone: one table
+  of results over [1, 2) (`rcp`) or [1, 4) (`rsqrt`), scaled by the exponent;
+* `ex2` cuts its input to a sign, an integer and 23 fraction bits (truncated toward zero): one table over the
+  fraction for positive inputs, one for negative ones, scaled by 2^±integer;
+* `lg2` adds the exponent to a table of the mantissa's logarithm over [1, 2) and truncates the sum toward zero;
+  below 1 the sum is negative and the unit returns its one's complement, which the table over [0.5, 1) holds.
+
+Every table was checked against the H200 on all 2^32 inputs; denormal inputs count as zero and denormal results
+become zero (the unit flushes both). The `.ftz`-less PTX forms are what ptxas wraps around the unit (scaling
+denormal inputs and results, seen in the SASS): `approx` and `div`.
+
+Tables are uint32 bit patterns passed to the machine as run-time data (`Tables`), never compiled in.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import zlib
+import os
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "h200", "mufu")
+
+FLT_MIN = np.float32(2.0 ** -126)
+# bit patterns as uint32 (a Python int above 2^31 does not fit JAX's default int32)
+_MANT = np.uint32(0x7FFFFF)
+_SIGN = np.uint32(0x80000000)
+_INF = np.uint32(0x7F800000)
+_ABS = np.uint32(0x7FFFFFFF)
+_HIDDEN = np.uint32(0x800000)
+_NEG_INF = np.uint32(0xFF800000)
+NAN = np.uint32(0x7FFFFFFF)  # the canonical NaN the unit returns
+
+
+class Tables(NamedTuple):
+    """The unit's result tables, [N] uint32 float32 bit patterns each (a [1] placeholder where a program
+    uses none of the functions that read it)."""
+
+    ex2_pos: jnp.ndarray  # [2^23] 2^(j / 2^23)
+    ex2_neg: jnp.ndarray  # [2^23] 2^(-j / 2^23)
+    lg2_pos: jnp.ndarray  # [2^23] lg2 of 1 + j / 2^23
+    lg2_neg: jnp.ndarray  # [2^23] lg2 of (1 + j / 2^23) / 2
+    rsqrt: jnp.ndarray  # [2^24] rsqrt of 1 + j / 2^23
+    rcp: jnp.ndarray  # [2^23] rcp of 1 + j / 2^23
+
+
+# which tables each function reads
+READS = {"ex2": ("ex2_pos", "ex2_neg"), "lg2": ("lg2_pos", "lg2_neg"), "rsqrt": ("rsqrt",), "rcp": ("rcp",)}
+
+
+@functools.lru_cache(maxsize=None)
+def table(name: str, folder: str = DATA) -> np.ndarray:
+    """One table as [N] uint32 (decoded once per process): `name`.zlib holds the first pattern as int32 and the
+    differences of consecutive patterns, in the integer type `index.json` names."""
+    with open(os.path.join(folder, "index.json")) as f:
+        meta = json.load(f)[name]
+    with open(os.path.join(folder, name + ".zlib"), "rb") as f:
+        raw = zlib.decompress(f.read())
+    # sums modulo 2^32: negative steps wrap, as the patterns' differences did
+    out = np.concatenate([np.frombuffer(raw[:4], np.uint32),
+                          np.frombuffer(raw[4:], np.dtype(meta["dtype"])).astype(np.uint32)])
+    np.cumsum(out, out=out)
+    if out.size != meta["n"]:
+        raise ValueError(f"MUFU table {name}: {out.size} entries, expected {meta['n']}")
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _on_device(name: str, folder: str) -> jnp.ndarray:
+    return jnp.asarray(table(name, folder))
+
+
+def tables_for(functions, folder: str = DATA) -> Tables:
+    """The `Tables` for a program using `functions` (names of READS); the others are [1] placeholders."""
+    need = {t for f in functions for t in READS[f]}
+    return Tables(*(_on_device(n, folder) if n in need else jnp.zeros((1,), jnp.uint32) for n in Tables._fields))
+
+
+# ---------------------------------------------------------------------------------------------
+# The unit itself (inputs and results as float32 bit patterns, uint32 arrays of any shape)
+# ---------------------------------------------------------------------------------------------
+
+
+def _fields(u):
+    return u & _SIGN, (u >> 23) & np.uint32(0xFF), u & _MANT
+
+
+def _scaled(t, shift, sign=0):
+    """Table entry `t` times 2^shift ([...] int32 shift): flushed to zero below the normal range, infinite above."""
+    ne = ((t >> 23) & np.uint32(0xFF)).astype(jnp.int32) + shift
+    body = (jnp.clip(ne, 0, 255).astype(jnp.uint32) << 23) | (t & _MANT)
+    return sign | jnp.where(ne <= 0, jnp.uint32(0), jnp.where(ne >= 255, _INF, body))
+
+
+def rcp(u, tab: Tables):
+    """MUFU.RCP: 1/x from the mantissa's table; +-0 and denormals -> +-inf, +-inf -> +-0."""
+    s, e, m = _fields(u)
+    r = _scaled(tab.rcp[m], 127 - e.astype(jnp.int32), s)
+    return jnp.where(e == 0, s | _INF, jnp.where(e == 255, jnp.where(m != 0, NAN, s), r))
+
+
+def rsqrt(u, tab: Tables):
+    """MUFU.RSQ: 1/sqrt(x) from the table of [1, 4) (index: exponent parity, mantissa); +-0 and denormals ->
+    +-inf, negative -> NaN, +inf -> 0."""
+    s, e, m = _fields(u)
+    k = e.astype(jnp.int32) - 127
+    odd = k & 1
+    r = _scaled(tab.rsqrt[(odd.astype(jnp.uint32) << 23) | m], -((k - odd) >> 1))
+    return jnp.where(e == 0, s | _INF, jnp.where(s != 0, NAN,
+                     jnp.where(e == 255, jnp.where(m != 0, NAN, jnp.uint32(0)), r)))
+
+
+def ex2(u, tab: Tables):
+    """MUFU.EX2: 2^x with |x| cut to 23 fraction bits toward zero; denormal inputs count as zero."""
+    s, e, m = _fields(u)
+    a = lax.bitcast_convert_type(jnp.where(e == 0, jnp.uint32(0), u & _ABS), jnp.float32)
+    a = jnp.minimum(a, jnp.float32(255.0))  # beyond, every result is 0 or inf; keeps the fixed point in int32
+    q = (a * jnp.float32(2.0 ** 23)).astype(jnp.int32)  # exact scaling, truncated toward zero
+    n, j = q >> 23, (q & 0x7FFFFF).astype(jnp.uint32)
+    r = jnp.where(s != 0, _scaled(tab.ex2_neg[j], -n), _scaled(tab.ex2_pos[j], n))
+    return jnp.where((e == 255) & (m != 0), NAN, r)
+
+
+def _int_plus_fraction_rz(K, t):
+    """K + t truncated toward zero to float32 bits: K [...] int32 in 1..255, t [...] uint32 bits of a float in
+    [0, 1). The sum stays below the power of two above K, so its exponent is K's; all in 32-bit integers."""
+    er = 31 - lax.clz(K)  # floor(log2 K)
+    te = ((t >> 23) & np.uint32(0xFF)).astype(jnp.int32)
+    M = jnp.where(te == 0, jnp.uint32(0), (t & _MANT) | _HIDDEN)  # t's significand (0: t is zero)
+    sh = 127 - te + er  # t's significand to K's fixed point, 23 - er fraction bits
+    frac = jnp.where(sh >= 24, jnp.uint32(0), M >> jnp.clip(sh, 0, 23).astype(jnp.uint32))
+    S = (K.astype(jnp.uint32) << (23 - er).astype(jnp.uint32)) + frac
+    return ((er + 127).astype(jnp.uint32) << 23) | (S & _MANT)
+
+
+def lg2(u, tab: Tables):
+    """MUFU.LG2: exponent + lg2(mantissa) truncated toward zero, from x >= 1's table and, below 1 (a negative
+    sum, returned as its one's complement), from [0.5, 1)'s; 0 and denormals -> -inf, negative -> NaN."""
+    s, e, m = _fields(u)
+    k = e.astype(jnp.int32) - 127
+    tp = tab.lg2_pos[m]
+    tn = tab.lg2_neg[m]  # negative: lg2 of [0.5, 1)
+    up = _int_plus_fraction_rz(jnp.clip(k, 1, 255), tp)  # k >= 1
+    down = _SIGN | _int_plus_fraction_rz(jnp.clip(-k - 1, 1, 255), tn & _ABS)  # k <= -2: |k| - 1 + |tn|
+    r = jnp.where(k == 0, tp, jnp.where(k == -1, tn, jnp.where(k > 0, up, down)))
+    special = jnp.where((e == 255) & (m == 0) & (s == 0), _INF, NAN)  # +inf; else NaN
+    return jnp.where(e == 0, _NEG_INF, jnp.where((s != 0) | (e == 255), special, r))
+
+
+UNIT = {"ex2": ex2, "lg2": lg2, "rsqrt": rsqrt, "rcp": rcp}
+
+
+# ---------------------------------------------------------------------------------------------
+# The PTX forms: ptxas's code around the unit (float32 values in and out)
+# ---------------------------------------------------------------------------------------------
+
+
+def _bits(x):
+    return lax.bitcast_convert_type(x.astype(jnp.float32), jnp.uint32)
+
+
+def _val(u):
+    return lax.bitcast_convert_type(u, jnp.float32)
+
+
+def _up24(x):
+    """x * 2^24 for denormal float32 x, from its bits: exact where a backend treats denormal operands as zero
+    (XLA:CPU)."""
+    m = (_bits(x) & _MANT).astype(jnp.float32)
+    return jnp.copysign(m * jnp.float32(2.0 ** -125), x)
+
+
+def _flush(x):
+    """A denormal float32 as a zero of its sign (FTZ)."""
+    return jnp.where(jnp.abs(x) < FLT_MIN, jnp.copysign(jnp.float32(0), x), x)
+
+
+def approx(fn: str, x, tab: Tables, ftz: bool):
+    """PTX `<fn>.approx[.ftz].f32` of float32 values `x`: the bare unit with .ftz; without it, ptxas's scaling
+    of denormal inputs (by 2^24, undone on the result) and, for ex2 below -126, the square of 2^(x/2)."""
+    unit = UNIT[fn]
+    if ftz:
+        return _val(unit(_bits(x), tab))
+    x = x.astype(jnp.float32)
+    if fn == "ex2":
+        small = x < jnp.float32(-126.0)
+        r = _val(unit(_bits(jnp.where(small, x * jnp.float32(0.5), x)), tab))
+        return jnp.where(small, r * r, r)
+    if fn == "rcp":
+        big, tiny = jnp.abs(x) > jnp.float32(2.0 ** 126), jnp.abs(x) < FLT_MIN
+        s = jnp.where(big, jnp.float32(0.25), jnp.where(tiny, jnp.float32(2.0 ** 24), jnp.float32(1.0)))
+        return s * _val(unit(_bits(jnp.where(tiny, _up24(x), x * s)), tab))
+    tiny = jnp.abs(x) < FLT_MIN
+    r = _val(unit(_bits(jnp.where(tiny, _up24(x), x)), tab))
+    if fn == "lg2":
+        return jnp.where(tiny, r + jnp.float32(-24.0), r)
+    return jnp.where(tiny, r * jnp.float32(4096.0), r)  # rsqrt
+
+
+def div(a, b, tab: Tables, full: bool, ftz: bool):
+    """PTX `div.approx[.ftz].f32` / `div.full[.ftz].f32` of float32 `a / b`: a times the unit's 1/b, with
+    ptxas's scaling of both operands by 1/4 where |b| > 2^126 (.full) and by 2^24 where b is denormal (without
+    .ftz); .ftz flushes denormal operands and products."""
+    a, b = a.astype(jnp.float32), b.astype(jnp.float32)
+    mul = (lambda p, q: _flush(_flush(p) * _flush(q))) if ftz else (lambda p, q: p * q)  # noqa: E731
+    if ftz:
+        b = _flush(b)
+    if full:
+        big = jnp.abs(b) > jnp.float32(2.0 ** 126)
+        a, b = jnp.where(big, mul(a, jnp.float32(0.25)), a), jnp.where(big, mul(b, jnp.float32(0.25)), b)
+    if not ftz:
+        tiny = jnp.abs(b) < FLT_MIN
+        a = jnp.where(tiny, jnp.where(jnp.abs(a) < FLT_MIN, _up24(a), a * jnp.float32(2.0 ** 24)), a)
+        b = jnp.where(tiny, _up24(b), b)
+    q = mul(_val(rcp(_bits(b), tab)), a)
+    return jnp.where(jnp.isnan(q), _val(NAN), q)  # the GPU's FMUL returns the canonical NaN, not an operand's

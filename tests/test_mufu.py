@@ -1,0 +1,159 @@
+"""The special function unit (jaxsimt.units.mufu) against the H200: `ex2`, `lg2`, `rsqrt`, `rcp` (.approx, with and
+without .ftz) and `div.approx` / `div.full`, bit for bit on a sample of the hardware's own results
+(tests/data/mufu/h200_sample.npz: random bit patterns, denormals, the ranges where ptxas scales, specials), directly
+and through a PTX kernel. On the H200, the model equals the hardware on all 2^32 inputs of every unary form
+(jaxsimt/data/h200/mufu/check_report.json).
+
+XLA:CPU flushes float32 denormals (operands and results of its arithmetic, docs/ptx.md): where the H200's result of a
+form without .ftz is denormal, or a division's dividend is, the CPU's may differ; those samples are checked apart,
+and every other one must be equal."""
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxsimt import ptx
+from jaxsimt.units import isa, mufu
+
+SAMPLE = np.load(os.path.join(os.path.dirname(__file__), "data", "mufu", "h200_sample.npz"))
+UNARY = [(fn, ftz) for fn in ("ex2", "lg2", "rsqrt", "rcp") for ftz in (True, False)]
+DIVS = [(full, ftz) for full in (False, True) for ftz in (True, False)]
+
+
+def _name(fn, ftz):
+    return f"{fn}.approx{'.ftz' if ftz else ''}.f32"
+
+
+def _denormal(u):
+    return ((u >> 23) & 0xFF == 0) & (u & 0x7FFFFF != 0)
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return mufu.tables_for(mufu.UNIT)
+
+
+def _check(got, want, cpu_flush):
+    """Equal bits wherever the CPU's flushing of denormals is not involved; returns how many samples were."""
+    bad = got != want
+    assert not np.any(bad & ~cpu_flush), [(hex(g), hex(w)) for g, w in zip(got[bad & ~cpu_flush][:5],
+                                                                           want[bad & ~cpu_flush][:5])]
+    assert np.count_nonzero(~cpu_flush) > 0.9 * len(want)
+
+
+@pytest.mark.parametrize("fn,ftz", UNARY)
+def test_unary_forms_equal_the_h200(fn, ftz, tables):
+    x = SAMPLE["x"].view(np.float32)
+    got = np.asarray(jax.jit(lambda v: jax.lax.bitcast_convert_type(mufu.approx(fn, v, tables, ftz), jnp.uint32))(x))
+    want = SAMPLE[_name(fn, ftz)]
+    _check(got, want, np.zeros_like(want, bool) if ftz else _denormal(want))
+
+
+@pytest.mark.parametrize("full,ftz", DIVS)
+def test_divisions_equal_the_h200(full, ftz, tables):
+    a, b = SAMPLE["a"].view(np.float32), SAMPLE["b"].view(np.float32)
+    got = np.asarray(jax.jit(lambda p, q: jax.lax.bitcast_convert_type(mufu.div(p, q, tables, full, ftz),
+                                                                        jnp.uint32))(a, b))
+    want = SAMPLE[f"div.{'full' if full else 'approx'}{'.ftz' if ftz else ''}.f32"]
+    _check(got, want, np.zeros_like(want, bool) if ftz else _denormal(want) | _denormal(SAMPLE["a"]))
+
+
+def test_tables_hold_what_their_names_say():
+    one = np.uint32(0x3F800000)
+    assert mufu.table("rcp")[0] == one and mufu.table("rsqrt")[0] == one and mufu.table("ex2_pos")[0] == one
+    assert mufu.table("ex2_neg")[0] == one and mufu.table("lg2_pos")[0] == 0
+    for name, n in (("rcp", 1 << 23), ("rsqrt", 1 << 24), ("ex2_pos", 1 << 23), ("lg2_neg", 1 << 23)):
+        assert mufu.table(name).size == n
+    f = {n: mufu.table(n).view(np.float32) for n in ("rcp", "ex2_pos", "ex2_neg", "lg2_pos", "lg2_neg")}
+    x = 1 + np.arange(1 << 23) / 2 ** 23
+    # within the unit's documented accuracy (PTX ISA: ex2/lg2 ~2^-22 relative/absolute, rcp ~1 ulp)
+    assert np.max(np.abs(f["rcp"] * x - 1)) < 2 ** -22
+    assert np.max(np.abs(f["ex2_pos"] / np.exp2(x - 1) - 1)) < 2 ** -21
+    assert np.max(np.abs(f["ex2_neg"] / np.exp2(1 - x) - 1)) < 2 ** -21
+    assert np.max(np.abs(f["lg2_pos"] - np.log2(x))) < 2 ** -21
+    assert np.max(np.abs(f["lg2_neg"] - np.log2(x / 2))) < 2 ** -21
+
+
+KERNEL = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry unit(.param .u64 px, .param .u64 pa, .param .u64 pb, .param .u64 py, .param .u32 pn)
+{
+    .reg .pred %p<2>;
+    .reg .f32 %f<24>;
+    .reg .b64 %rd<10>;
+    .reg .b32 %r<6>;
+    ld.param.u64 %rd1, [px];
+    ld.param.u64 %rd2, [pa];
+    ld.param.u64 %rd3, [pb];
+    ld.param.u64 %rd4, [py];
+    ld.param.u32 %r2, [pn];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r1, %r1, %r3, %r4;
+    setp.ge.u32 %p1, %r1, %r2;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    cvta.to.global.u64 %rd3, %rd3;
+    cvta.to.global.u64 %rd4, %rd4;
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd6, %rd1, %rd5;
+    ld.global.f32 %f1, [%rd6];
+    add.s64 %rd6, %rd2, %rd5;
+    ld.global.f32 %f2, [%rd6];
+    add.s64 %rd6, %rd3, %rd5;
+    ld.global.f32 %f3, [%rd6];
+    ex2.approx.ftz.f32 %f4, %f1;
+    ex2.approx.f32 %f5, %f1;
+    lg2.approx.ftz.f32 %f6, %f1;
+    lg2.approx.f32 %f7, %f1;
+    rsqrt.approx.ftz.f32 %f8, %f1;
+    rsqrt.approx.f32 %f9, %f1;
+    rcp.approx.ftz.f32 %f10, %f1;
+    rcp.approx.f32 %f11, %f1;
+    div.approx.ftz.f32 %f12, %f2, %f3;
+    div.approx.f32 %f13, %f2, %f3;
+    div.full.ftz.f32 %f14, %f2, %f3;
+    div.full.f32 %f15, %f2, %f3;
+    mul.wide.u32 %rd5, %r1, 48;
+    add.s64 %rd7, %rd4, %rd5;
+    st.global.v4.f32 [%rd7], {%f4, %f5, %f6, %f7};
+    st.global.v4.f32 [%rd7+16], {%f8, %f9, %f10, %f11};
+    st.global.v4.f32 [%rd7+32], {%f12, %f13, %f14, %f15};
+DONE:
+    ret;
+}
+"""
+
+
+def test_a_ptx_kernel_runs_on_the_unit():
+    """Every form through the PTX front end and the machine (the tables passed as launch data)."""
+    n = 2048
+    x, a, b = SAMPLE["x"][:n], SAMPLE["a"][:n], SAMPLE["b"][:n]
+    r = ptx.launch(KERNEL, "unit", n // 128, 128, [x.view(np.float32), a.view(np.float32), b.view(np.float32),
+                                                    np.zeros(n * 12, np.float32), n])
+    y = np.asarray(r["py"]).view(np.uint32).reshape(n, 12)
+    for k, (fn, ftz) in enumerate(UNARY):
+        want = SAMPLE[_name(fn, ftz)][:n]
+        _check(y[:, k], want, np.zeros(n, bool) if ftz else _denormal(want))
+    for k, (full, ftz) in enumerate([(False, True), (False, False), (True, True), (True, False)]):
+        want = SAMPLE[f"div.{'full' if full else 'approx'}{'.ftz' if ftz else ''}.f32"][:n]
+        _check(y[:, 8 + k], want, np.zeros(n, bool) if ftz else _denormal(want) | _denormal(a))
+
+
+def test_only_the_approximate_forms_read_tables():
+    """rcp.rn stays the ALU's correctly rounded reciprocal, f64 forms the ALU's; a kernel without the unit's
+    forms reads no table."""
+    module = ptx.load_module(KERNEL.replace("rcp.approx.ftz.f32", "rcp.rn.f32"))
+    from jaxsimt.ptx.lower import lower
+    prog = lower(module, "unit")
+    assert isa.unit_tables(i for _, i in prog.instructions()) == ("ex2", "lg2", "rcp", "rsqrt")
+    plain = lower(ptx.load_module(KERNEL.split("    ex2.approx.ftz")[0] + "DONE:\n    ret;\n}\n"), "unit")
+    assert isa.unit_tables(i for _, i in plain.instructions()) == ()
+    rn = [i for _, i in prog.instructions() if i.op == "rcp"]
+    assert len(rn) == 2 and sorted(bool(i.attr("approx")) for i in rn) == [False, True]
