@@ -76,7 +76,12 @@ def test_probes_cover_every_kernel_of_the_sass():
     assert sorted(SASS) == sorted(KERNELS) and len(KERNELS) >= 40
 
 
-@pytest.mark.parametrize("kernel", KERNELS)
+# kernels with a div.rn.f32, whose expansion (Newton steps, a called slow path) has FFMAs of its own: compared by
+# the product kept and the fmas made, not by counts of the SASS
+DIVIDES = [k for k in KERNELS if k.startswith("div_")]
+
+
+@pytest.mark.parametrize("kernel", [k for k in KERNELS if k not in DIVIDES])
 def test_contraction_matches_ptxas(kernel):
     ops = _ops(kernel)
     got = (sum(o.op == "mul" for o in ops), sum(o.op == "fma" for o in ops))
@@ -88,6 +93,18 @@ def test_the_product_kept_is_the_one_ptxas_keeps(kernel):
     kept = sorted((frozenset(s.name for s in o.src) for o in _ops(kernel)
                    if o.op == "mul" and all(getattr(s, "name", None) in _LOADED for s in o.src)), key=sorted)
     assert kept == _sass_products(kernel)
+
+
+@pytest.mark.parametrize("kernel", DIVIDES)
+def test_a_division_ends_the_stretch_a_product_fuses_in(kernel):
+    """ptxas splits its basic block at a div.rn.f32 (fast path, branch to a slow path): a product of two loaded
+    values computed before the division and added after it keeps its FMUL; one with a parameter is fused
+    across, as across a branch; products and adds on one side are fused."""
+    ops = _ops(kernel)
+    kept = sorted((frozenset(s.name for s in o.src) for o in ops
+                   if o.op == "mul" and all(getattr(s, "name", None) in _LOADED for s in o.src)), key=sorted)
+    assert kept == _sass_products(kernel)
+    assert sum(o.op == "fma" for o in ops) == (0 if kept else 1)
 
 
 def test_no_contract_keeps_every_mul():

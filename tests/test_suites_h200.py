@@ -17,10 +17,9 @@ QUICK = {("cuda_samples", "vectorAdd"), ("cuda_samples", "simpleCooperativeGroup
          ("rodinia", "hotspot3D")}  # hotspot3D: the contraction of a product read by several adds
 
 # (suite, case, output) whose elements differ from the H200's, with the reason
-_MUFU = "ex2/lg2/rsqrt/div.approx computed correctly rounded here; the H200's MUFU differs by a few ulps"
 OUTPUT_DIFFS = {
-    ("cuda_samples", "BlackScholes", "call"): _MUFU,
-    ("cuda_samples", "BlackScholes", "put"): _MUFU,
+    ("cuda_samples", "BlackScholes", "call"): "2 of 1024 prices are denormal on the H200 and their terms too: "
+                                              "XLA:CPU flushes f32 denormals (docs/ptx.md)",
 }
 
 # (suite, case, kernel, metric) where jaxsimt's exactly compared counter differs from the H200's

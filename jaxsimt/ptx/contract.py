@@ -17,7 +17,10 @@ made to tell the cases apart; docs/ptx.md has the evidence). The rule, on the lo
 - Readers may lie in other straight-line runs of blocks than the `mul` (past a conditional branch or a
   join) only if one of the `mul`'s operands is a constant to ptxas: an immediate, a register set once by a
   `mov` of an immediate, a kernel parameter (`ld.param`) or a `ld.const` at a fixed address. A product of
-  two other registers is fused only when all its readers follow it in its own run.
+  two other registers is fused only when all its readers follow it in its own run. A `div.rn.f32` ends a
+  run where it stands: ptxas expands it into a fast path and a called slow path (FCHK, BRA, CALL.REL), which
+  splits its basic block (BlackScholes: of the two options a thread prices, the products computed before the
+  second option's division keep their FMUL, those after it are fused).
 - An add of two fusable products takes the one with fewer readers, of equal ones the first operand; the
   other then has a reader that is not fused, and keeps its `mul` (repeated until nothing changes).
 - a*b - c is fma(a, b, -c) and c - a*b is fma(-a, b, c): negation is exact. `.rn` forms are never fused.
@@ -66,6 +69,26 @@ def runs(succ) -> list:
         if len(succ[b]) == 1 and succ[b][0] > b and preds[succ[b][0]] == 1:
             run[succ[b][0]] = run[b]
     return run
+
+
+def _splits(ins) -> bool:
+    """An instruction ptxas expands into a branch to a slow path, ending its basic block there."""
+    op = ins.operation
+    return op.op == "div" and op.attr("type") == "f32"
+
+
+def segments(blocks, run) -> dict:
+    """{(block, position): (run, k)}: the straight-line stretch of each instruction position (the block's end
+    included), k counting the instructions that split its run (`_splits`) before it."""
+    count: dict = {}
+    out = {}
+    for b, (_, instrs, _) in enumerate(blocks):  # runs chain forward in block order
+        for i, ins in enumerate(instrs):
+            out[(b, i)] = (run[b], count.get(run[b], 0))
+            if _splits(ins):
+                count[run[b]] = count.get(run[b], 0) + 1
+        out[(b, len(instrs))] = (run[b], count.get(run[b], 0))
+    return out
 
 
 def _term_reads(t) -> set:
@@ -156,7 +179,7 @@ def fusable_products(blocks, alias, contractible) -> dict:
     operand registers written in between)}} for every mul whose readers could all take it (before
     competing products are settled)."""
     succ = successors(blocks, alias)
-    run = runs(succ)
+    seg = segments(blocks, runs(succ))
     defs = _definitions(blocks)
     out = {}
     for b, (_, instrs, _) in enumerate(blocks):
@@ -168,8 +191,8 @@ def fusable_products(blocks, alias, contractible) -> dict:
             reads = reached_reads(blocks, succ, reg, (b, i), watch)
             if not reads:
                 continue
-            if any(run[rb] != run[b] for rb, _ in reads) and not any(_is_constant(s, blocks, defs) for s in mul.src):
-                continue  # readers outside the mul's own straight-line run
+            if any(seg[r] != seg[(b, i)] for r in reads) and not any(_is_constant(s, blocks, defs) for s in mul.src):
+                continue  # readers outside the mul's own straight-line stretch
             readers = {}
             for (rb, rj), changed in reads.items():
                 ins = blocks[rb][1][rj] if rj < len(blocks[rb][1]) else None
