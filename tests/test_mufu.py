@@ -1,5 +1,5 @@
-"""The special function unit (jaxsimt.units.mufu) against the H200: `ex2`, `lg2`, `rsqrt`, `rcp` (.approx, with and
-without .ftz) and `div.approx` / `div.full`, bit for bit on a sample of the hardware's own results
+"""The special function unit (jaxsimt.units.mufu) against the H200: `ex2`, `lg2`, `rsqrt`, `rcp`, `sqrt`, `sin`, `cos`
+(.approx, with and without .ftz) and `div.approx` / `div.full`, bit for bit on a sample of the hardware's own results
 (tests/data/mufu/h200_sample.npz: random bit patterns, denormals, the ranges where ptxas scales, specials), directly
 and through a PTX kernel. On the H200, the model equals the hardware on all 2^32 inputs of every unary form
 (jaxsimt/data/h200/mufu/check_report.json).
@@ -18,7 +18,7 @@ from jaxsimt import ptx
 from jaxsimt.units import isa, mufu
 
 SAMPLE = np.load(os.path.join(os.path.dirname(__file__), "data", "mufu", "h200_sample.npz"))
-UNARY = [(fn, ftz) for fn in ("ex2", "lg2", "rsqrt", "rcp") for ftz in (True, False)]
+UNARY = [(fn, ftz) for fn in ("ex2", "lg2", "rsqrt", "rcp", "sqrt", "sin", "cos") for ftz in (True, False)]
 DIVS = [(full, ftz) for full in (False, True) for ftz in (True, False)]
 
 
@@ -64,7 +64,9 @@ def test_tables_hold_what_their_names_say():
     one = np.uint32(0x3F800000)
     assert mufu.table("rcp")[0] == one and mufu.table("rsqrt")[0] == one and mufu.table("ex2_pos")[0] == one
     assert mufu.table("ex2_neg")[0] == one and mufu.table("lg2_pos")[0] == 0
-    for name, n in (("rcp", 1 << 23), ("rsqrt", 1 << 24), ("ex2_pos", 1 << 23), ("lg2_neg", 1 << 23)):
+    assert mufu.table("sqrt")[0] == one and mufu.table("cos")[0] == one and mufu.table("sin")[0] == 0
+    for name, n in (("rcp", 1 << 23), ("rsqrt", 1 << 24), ("ex2_pos", 1 << 23), ("lg2_neg", 1 << 23),
+                    ("sqrt", 1 << 24), ("sin", 1 << 25)):
         assert mufu.table(name).size == n
     f = {n: mufu.table(n).view(np.float32) for n in ("rcp", "ex2_pos", "ex2_neg", "lg2_pos", "lg2_neg")}
     x = 1 + np.arange(1 << 23) / 2 ** 23
@@ -74,6 +76,10 @@ def test_tables_hold_what_their_names_say():
     assert np.max(np.abs(f["ex2_neg"] / np.exp2(1 - x) - 1)) < 2 ** -21
     assert np.max(np.abs(f["lg2_pos"] - np.log2(x))) < 2 ** -21
     assert np.max(np.abs(f["lg2_neg"] - np.log2(x / 2))) < 2 ** -21
+    assert np.max(np.abs(mufu.table("sqrt")[: 1 << 23].view(np.float32) / np.sqrt(x) - 1)) < 2 ** -22
+    turns = np.arange(1 << 25) / 2 ** 25
+    for fn in ("sin", "cos"):  # PTX ISA: absolute error ~2^-20.9; entries no input reaches repeat the one below
+        assert np.max(np.abs(mufu.table(fn).view(np.float32) - getattr(np, fn)(2 * np.pi * turns))) < 2 ** -20
 
 
 KERNEL = """
@@ -116,15 +122,23 @@ KERNEL = """
     rsqrt.approx.f32 %f9, %f1;
     rcp.approx.ftz.f32 %f10, %f1;
     rcp.approx.f32 %f11, %f1;
+    sqrt.approx.ftz.f32 %f16, %f1;
+    sqrt.approx.f32 %f17, %f1;
+    sin.approx.ftz.f32 %f18, %f1;
+    sin.approx.f32 %f19, %f1;
+    cos.approx.ftz.f32 %f20, %f1;
+    cos.approx.f32 %f21, %f1;
     div.approx.ftz.f32 %f12, %f2, %f3;
     div.approx.f32 %f13, %f2, %f3;
     div.full.ftz.f32 %f14, %f2, %f3;
     div.full.f32 %f15, %f2, %f3;
-    mul.wide.u32 %rd5, %r1, 48;
+    mul.wide.u32 %rd5, %r1, 80;
     add.s64 %rd7, %rd4, %rd5;
     st.global.v4.f32 [%rd7], {%f4, %f5, %f6, %f7};
     st.global.v4.f32 [%rd7+16], {%f8, %f9, %f10, %f11};
-    st.global.v4.f32 [%rd7+32], {%f12, %f13, %f14, %f15};
+    st.global.v4.f32 [%rd7+32], {%f16, %f17, %f18, %f19};
+    st.global.v2.f32 [%rd7+48], {%f20, %f21};
+    st.global.v4.f32 [%rd7+64], {%f12, %f13, %f14, %f15};
 DONE:
     ret;
 }
@@ -136,23 +150,23 @@ def test_a_ptx_kernel_runs_on_the_unit():
     n = 2048
     x, a, b = SAMPLE["x"][:n], SAMPLE["a"][:n], SAMPLE["b"][:n]
     r = ptx.launch(KERNEL, "unit", n // 128, 128, [x.view(np.float32), a.view(np.float32), b.view(np.float32),
-                                                    np.zeros(n * 12, np.float32), n])
-    y = np.asarray(r["py"]).view(np.uint32).reshape(n, 12)
+                                                    np.zeros(n * 20, np.float32), n])
+    y = np.asarray(r["py"]).view(np.uint32).reshape(n, 20)
     for k, (fn, ftz) in enumerate(UNARY):
         want = SAMPLE[_name(fn, ftz)][:n]
         _check(y[:, k], want, np.zeros(n, bool) if ftz else _denormal(want))
     for k, (full, ftz) in enumerate([(False, True), (False, False), (True, True), (True, False)]):
         want = SAMPLE[f"div.{'full' if full else 'approx'}{'.ftz' if ftz else ''}.f32"][:n]
-        _check(y[:, 8 + k], want, np.zeros(n, bool) if ftz else _denormal(want) | _denormal(a))
+        _check(y[:, 16 + k], want, np.zeros(n, bool) if ftz else _denormal(want) | _denormal(a))
 
 
 def test_only_the_approximate_forms_read_tables():
-    """rcp.rn stays the ALU's correctly rounded reciprocal, f64 forms the ALU's; a kernel without the unit's
-    forms reads no table."""
+    """rcp.rn stays the ALU's correctly rounded reciprocal (sqrt.rn its root), f64 forms the ALU's; a kernel
+    without the unit's forms reads no table."""
     module = ptx.load_module(KERNEL.replace("rcp.approx.ftz.f32", "rcp.rn.f32"))
     from jaxsimt.ptx.lower import lower
     prog = lower(module, "unit")
-    assert isa.unit_tables(i for _, i in prog.instructions()) == ("ex2", "lg2", "rcp", "rsqrt")
+    assert isa.unit_tables(i for _, i in prog.instructions()) == ("cos", "ex2", "lg2", "rcp", "rsqrt", "sin", "sqrt")
     plain = lower(ptx.load_module(KERNEL.split("    ex2.approx.ftz")[0] + "DONE:\n    ret;\n}\n"), "unit")
     assert isa.unit_tables(i for _, i in plain.instructions()) == ()
     rn = [i for _, i in prog.instructions() if i.op == "rcp"]

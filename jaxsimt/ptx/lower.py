@@ -657,7 +657,7 @@ class _Lowerer:
             rnd = next((m for m in ins.modifiers if m in _ROUND), None)
             if t == T.f32 and rnd not in (None, "rn"):
                 self.emit("ptx.farith", [D(0)], [S(1)], loc, type="f32", fn=op, rnd=rnd)
-            elif op == "rcp" and t == T.f32 and "approx" in ins.modifiers:
+            elif t == T.f32 and "approx" in ins.modifiers:
                 self.emit(op, [D(0)], [S(1)], loc, type=ttxt, approx=True, **unit)
             else:
                 self.emit(op, [D(0)], [S(1)], loc, type=ttxt)

@@ -73,13 +73,14 @@ def _alu(ex, ins, pc):
 
 
 def _unit_reads(ins) -> tuple:
-    """The special-function-unit tables an ex2 / lg2 / rsqrt / rcp reads: f32 runs on the unit (rcp only in its
-    .approx form; rcp.rn is the ALU's correctly rounded reciprocal), other types on the ALU."""
-    return (ins.op,) if ins.attr("type") == "f32" and (ins.op != "rcp" or ins.attr("approx")) else ()
+    """The special-function-unit tables an ex2 / lg2 / rsqrt / rcp / sqrt reads: f32 runs on the unit (rcp and
+    sqrt only in their .approx form; .rn is the ALU's correctly rounded result), other types on the ALU."""
+    rounded = ins.op in ("rcp", "sqrt") and not ins.attr("approx")
+    return (ins.op,) if ins.attr("type") == "f32" and not rounded else ()
 
 
 def _sfu(ex, ins, pc):
-    """ex2, lg2, rsqrt and rcp: on f32, the H200's special function unit bit for bit (`mufu.approx`, with
+    """ex2, lg2, rsqrt, rcp and sqrt: on f32, the H200's special function unit bit for bit (`mufu.approx`, with
     ptxas's handling of denormals unless .ftz); other types, the ALU."""
     if not _unit_reads(ins):
         return _alu(ex, ins, pc)
@@ -168,7 +169,7 @@ def _src_mask(k: int):
 
 _FP_OPS = "add sub mul mad fma min max neg abs".split()
 _SFU_OPS = "sqrt rsqrt rcp ex2 lg2 sin cos".split()
-_UNIT_OPS = tuple(mufu.UNIT)  # ex2 lg2 rsqrt rcp: the special function unit's on f32
+_UNIT_OPS = tuple(mufu.UNIT)  # ex2 lg2 rsqrt rcp sqrt: the special function unit's on f32
 assert set(_FP_OPS) | set(_SFU_OPS) | {"div"} <= alu.ALU_OPS and set(_UNIT_OPS) <= set(_SFU_OPS)
 
 _ENTRIES = (

@@ -1,14 +1,16 @@
-"""The special function unit (MUFU) of the H200, bit for bit: `ex2`, `lg2`, `rsqrt`, `rcp` and the divisions
-ptxas builds on `rcp`.
+"""The special function unit (MUFU) of the H200, bit for bit: `ex2`, `lg2`, `rsqrt`, `rcp`, `sqrt`, `sin`, `cos`
+and the divisions ptxas builds on `rcp`.
 
 PTX's `.approx` forms of these run on the multi-function unit, which is not correctly rounded: `ex2.approx.f32`
 is a few ulp off exp2, and what it returns depends on the hardware's tables. The model is data, measured on the
 H200 over every float32 input (`jaxsimt/data/h200/mufu/README.md`):
 
-* `rcp` and `rsqrt` depend on the input's mantissa (and, for `rsqrt`, the exponent's parity) alone: one table
-  of results over [1, 2) (`rcp`) or [1, 4) (`rsqrt`), scaled by the exponent;
+* `rcp`, `rsqrt` and `sqrt` depend on the input's mantissa (and, for the roots, the exponent's parity) alone:
+  one table of results over [1, 2) (`rcp`) or [1, 4) (the roots), scaled by the exponent;
 * `ex2` cuts its input to a sign, an integer and 23 fraction bits (truncated toward zero): one table over the
   fraction for positive inputs, one for negative ones, scaled by 2^±integer;
+* `sin` and `cos` read t = x / 2pi (PTX's FMUL.RZ before the unit) as a fraction of a turn, |t| cut to 25
+  bits: one table each over [0, 1) turns, odd (sin) or even (cos) in t;
 * `lg2` adds the exponent to a table of the mantissa's logarithm over [1, 2) and truncates the sum toward zero;
   below 1 the sum is negative and the unit returns its one's complement, which the table over [0.5, 1) holds.
 
@@ -52,11 +54,15 @@ class Tables(NamedTuple):
     lg2_pos: jnp.ndarray  # [2^23] lg2 of 1 + j / 2^23
     lg2_neg: jnp.ndarray  # [2^23] lg2 of (1 + j / 2^23) / 2
     rsqrt: jnp.ndarray  # [2^24] rsqrt of 1 + j / 2^23
+    sqrt: jnp.ndarray  # [2^24] sqrt of 1 + j / 2^23
+    sin: jnp.ndarray  # [2^25] sin of j / 2^25 turns
+    cos: jnp.ndarray  # [2^25] cos of j / 2^25 turns
     rcp: jnp.ndarray  # [2^23] rcp of 1 + j / 2^23
 
 
 # which tables each function reads
-READS = {"ex2": ("ex2_pos", "ex2_neg"), "lg2": ("lg2_pos", "lg2_neg"), "rsqrt": ("rsqrt",), "rcp": ("rcp",)}
+READS = {"ex2": ("ex2_pos", "ex2_neg"), "lg2": ("lg2_pos", "lg2_neg"), "rsqrt": ("rsqrt",), "rcp": ("rcp",),
+         "sqrt": ("sqrt",), "sin": ("sin",), "cos": ("cos",)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -110,15 +116,65 @@ def rcp(u, tab: Tables):
     return jnp.where(e == 0, s | _INF, jnp.where(e == 255, jnp.where(m != 0, NAN, s), r))
 
 
-def rsqrt(u, tab: Tables):
-    """MUFU.RSQ: 1/sqrt(x) from the table of [1, 4) (index: exponent parity, mantissa); +-0 and denormals ->
-    +-inf, negative -> NaN, +inf -> 0."""
-    s, e, m = _fields(u)
+def _root(u, table, sign: int):
+    """The entry of a root's table over [1, 4) (index: the exponent's parity, the mantissa) scaled by
+    2^(sign * floor(exponent / 2))."""
+    _, e, m = _fields(u)
     k = e.astype(jnp.int32) - 127
     odd = k & 1
-    r = _scaled(tab.rsqrt[(odd.astype(jnp.uint32) << 23) | m], -((k - odd) >> 1))
+    return _scaled(table[(odd.astype(jnp.uint32) << 23) | m], sign * ((k - odd) >> 1))
+
+
+def rsqrt(u, tab: Tables):
+    """MUFU.RSQ: 1/sqrt(x); +-0 and denormals -> +-inf, negative -> NaN, +inf -> 0."""
+    s, e, m = _fields(u)
     return jnp.where(e == 0, s | _INF, jnp.where(s != 0, NAN,
-                     jnp.where(e == 255, jnp.where(m != 0, NAN, jnp.uint32(0)), r)))
+                     jnp.where(e == 255, jnp.where(m != 0, NAN, jnp.uint32(0)), _root(u, tab.rsqrt, -1))))
+
+
+def sqrt(u, tab: Tables):
+    """MUFU.SQRT: sqrt(x); +-0 and denormals -> +-0, negative -> NaN, +inf -> +inf."""
+    s, e, m = _fields(u)
+    return jnp.where(e == 0, s, jnp.where(s != 0, NAN,
+                     jnp.where(e == 255, jnp.where(m != 0, NAN, _INF), _root(u, tab.sqrt, 1))))
+
+
+# 1 / (2 pi) as float32: PTX's sin/cos.approx multiply by it (FMUL.RZ) before the unit, which works in turns
+_TURN = 0x3E22F983
+
+
+def _turns(u):
+    """The fraction of a turn the unit reads for sin/cos of float32 bits `u`: t = x * (1 / 2pi) rounded toward zero,
+    |t| cut to 25 fraction bits -> ([...] uint32 index into the 2^25-entry tables, [...] uint32 sign bit of t).
+    Denormal t reads as zero. All in 32-bit integers (the 48-bit product as 12-bit halves)."""
+    s, e, m = _fields(u)
+    mx = m | _HIDDEN
+    mc = np.uint32((_TURN & 0x7FFFFF) | 0x800000)
+    xh, xl = mx >> 12, mx & np.uint32(0xFFF)
+    ch, cl = mc >> np.uint32(12), mc & np.uint32(0xFFF)
+    mid = xh * cl + xl * ch  # < 2^25
+    low = ((mid & np.uint32(0xFFF)) << 12) + xl * cl  # < 2^25
+    hi = xh * ch + (mid >> 12) + (low >> 24)  # the product's bits 24..47
+    lo = low & np.uint32(0xFFFFFF)
+    top = hi >= _HIDDEN  # the product reached 2^47
+    mt = jnp.where(top, hi, (hi << 1) | (lo >> 23))  # t's significand, truncated
+    et = e.astype(jnp.int32) + ((_TURN >> 23) & 0xFF) - 127 + top.astype(jnp.int32)
+    sh = et - 125  # t * 2^25 = mt * 2^sh
+    q = jnp.where(sh >= 0, mt << jnp.clip(sh, 0, 31).astype(jnp.uint32),
+                  mt >> jnp.clip(-sh, 0, 31).astype(jnp.uint32)) & np.uint32((1 << 25) - 1)
+    return jnp.where((e == 0) | (et <= 0), jnp.uint32(0), q), s
+
+
+def sin(u, tab: Tables):
+    """PTX sin.approx.f32 (.ftz or not: ptxas emits the same code): FMUL.RZ by 1/2pi, then MUFU.SIN, odd in t."""
+    q, s = _turns(u)
+    return jnp.where((u >> 23) & np.uint32(0xFF) == 255, NAN, tab.sin[q] ^ s)
+
+
+def cos(u, tab: Tables):
+    """PTX cos.approx.f32: FMUL.RZ by 1/2pi, then MUFU.COS, even in t."""
+    q, _ = _turns(u)
+    return jnp.where((u >> 23) & np.uint32(0xFF) == 255, NAN, tab.cos[q])
 
 
 def ex2(u, tab: Tables):
@@ -158,7 +214,9 @@ def lg2(u, tab: Tables):
     return jnp.where(e == 0, _NEG_INF, jnp.where((s != 0) | (e == 255), special, r))
 
 
-UNIT = {"ex2": ex2, "lg2": lg2, "rsqrt": rsqrt, "rcp": rcp}
+UNIT = {"ex2": ex2, "lg2": lg2, "rsqrt": rsqrt, "rcp": rcp, "sqrt": sqrt, "sin": sin, "cos": cos}
+# forms ptxas builds identically with and without .ftz (the multiply before the unit keeps denormals either way)
+SAME_WITHOUT_FTZ = frozenset({"sin", "cos"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,10 +245,11 @@ def _flush(x):
 
 
 def approx(fn: str, x, tab: Tables, ftz: bool):
-    """PTX `<fn>.approx[.ftz].f32` of float32 values `x`: the bare unit with .ftz; without it, ptxas's scaling
-    of denormal inputs (by 2^24, undone on the result) and, for ex2 below -126, the square of 2^(x/2)."""
+    """PTX `<fn>.approx[.ftz].f32` of float32 values `x` (fn: ex2, lg2, rsqrt, rcp, sqrt): the bare unit with
+    .ftz; without it, ptxas's scaling of denormal inputs (by 2^24, undone on the result) and, for ex2 below -126,
+    the square of 2^(x/2)."""
     unit = UNIT[fn]
-    if ftz:
+    if ftz or fn in SAME_WITHOUT_FTZ:
         return _val(unit(_bits(x), tab))
     x = x.astype(jnp.float32)
     if fn == "ex2":
@@ -205,6 +264,8 @@ def approx(fn: str, x, tab: Tables, ftz: bool):
     r = _val(unit(_bits(jnp.where(tiny, _up24(x), x)), tab))
     if fn == "lg2":
         return jnp.where(tiny, r + jnp.float32(-24.0), r)
+    if fn == "sqrt":
+        return jnp.where(tiny, r * jnp.float32(2.0 ** -12), r)
     return jnp.where(tiny, r * jnp.float32(4096.0), r)  # rsqrt
 
 

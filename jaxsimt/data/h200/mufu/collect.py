@@ -3,7 +3,7 @@
     python jaxsimt/data/h200/mufu/collect.py OUT_DIR     # needs CuPy and JAX with CUDA; about a minute on an H200
 
 Writes OUT_DIR/<table>.zlib and OUT_DIR/index.json (the format `mufu.table` reads) and OUT_DIR/check_report.json:
-for every unary form (ex2, lg2, rsqrt, rcp; .approx with and without .ftz), how many of the 2^32 float32
+for every unary form (ex2, lg2, rsqrt, rcp, sqrt; .approx with and without .ftz), how many of the 2^32 float32
 inputs the model computes differently from the GPU (JAX on the same GPU, whose float arithmetic keeps
 denormals), and the same for the four divisions on five sets of 2^24 operand pairs.
 """
@@ -19,7 +19,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 UNARY = ["ex2.approx.ftz.f32", "lg2.approx.ftz.f32", "rsqrt.approx.ftz.f32", "rcp.approx.ftz.f32",
-         "ex2.approx.f32", "lg2.approx.f32", "rsqrt.approx.f32", "rcp.approx.f32"]
+         "ex2.approx.f32", "lg2.approx.f32", "rsqrt.approx.f32", "rcp.approx.f32",
+         "sqrt.approx.ftz.f32", "sqrt.approx.f32", "sin.approx.ftz.f32", "sin.approx.f32", "cos.approx.ftz.f32",
+         "cos.approx.f32"]
 BINARY = ["div.approx.ftz.f32", "div.approx.f32", "div.full.ftz.f32", "div.full.f32"]
 SOURCE = r'''
 __device__ float un(int op, float a) { float r = 0.f; switch (op) { %s } return r; }
@@ -64,7 +66,7 @@ def main(out):
 
     def save(name, values):
         bits = cp.asnumpy(values.view(cp.uint32)).astype(np.int64)
-        steps = np.diff(bits)
+        steps = (np.diff(bits) + 2 ** 31) % 2 ** 32 - 2 ** 31  # modulo 2^32, as the decoder sums
         dtype = next(d for d in (np.int8, np.int16, np.int32) if np.all(steps == steps.astype(d)))
         with open(os.path.join(out, name + ".zlib"), "wb") as f:
             f.write(zlib.compress(bits[:1].astype(np.int32).tobytes() + steps.astype(dtype).tobytes(), 9))
@@ -77,6 +79,26 @@ def main(out):
     save("lg2_neg", hw_range(1, 0x3F000000, 1 << 23))
     save("rsqrt", hw_range(2, 0x3F800000, 1 << 24))
     save("rcp", hw_range(3, 0x3F800000, 1 << 23))
+    save("sqrt", hw_range(8, 0x3F800000, 1 << 24))
+    # sin and cos: what every input gives, at the fraction of a turn the unit reads (`mufu._turns`), with
+    # t's sign taken out of sin (odd); indices no input reaches repeat the entry below them
+    turns = cp.ElementwiseKernel("uint32 u", "uint32 q, uint32 s", r'''
+      float t = __fmul_rz(__uint_as_float(u), __uint_as_float(0x3E22F983u));
+      unsigned b = __float_as_uint(t), e = (b >> 23) & 255, mt = (b & 0x7FFFFF) | 0x800000;
+      int sh = (int)e - 125;
+      unsigned v = sh >= 32 ? 0u : sh >= 0 ? (mt << sh) : (-sh >= 32 ? 0u : (mt >> -sh));
+      q = (e == 0) ? 0u : (v & ((1u << 25) - 1)); s = b & 0x80000000u;''', "turns")
+    for op, name in ((UNARY.index("sin.approx.ftz.f32"), "sin"), (UNARY.index("cos.approx.ftz.f32"), "cos")):
+        table, seen = cp.zeros(1 << 25, cp.uint32), cp.zeros(1 << 25, cp.bool_)
+        for start in range(0, 1 << 32, 1 << 27):
+            u = cp.arange(start, start + (1 << 27), dtype=cp.uint64).astype(cp.uint32)
+            finite = ((u >> 23) & 255) != 255
+            q, sgn = turns(u)
+            v = hw_range(op, start, 1 << 27).view(cp.uint32)
+            table[q[finite]] = (v ^ sgn)[finite] if name == "sin" else v[finite]
+            seen[q[finite]] = True
+        below = np.maximum.accumulate(np.where(cp.asnumpy(seen), np.arange(1 << 25), 0))
+        save(name, cp.asarray(cp.asnumpy(table)[below]))
     with open(os.path.join(out, "index.json"), "w") as f:
         json.dump(index, f, indent=1)
 
