@@ -1,5 +1,5 @@
 """The special function unit (jaxsimt.units.mufu) against the H200: `ex2`, `lg2`, `rsqrt`, `rcp`, `sqrt`, `sin`, `cos`
-(.approx, with and without .ftz) and `div.approx` / `div.full`, bit for bit on a sample of the hardware's own results
+(.approx, with and without .ftz), `tanh` and `div.approx` / `div.full`, bit for bit on a sample of the hardware's own results
 (tests/data/mufu/h200_sample.npz: random bit patterns, denormals, the ranges where ptxas scales, specials), directly
 and through a PTX kernel. On the H200, the model equals the hardware on all 2^32 inputs of every unary form
 (jaxsimt/data/h200/mufu/check_report.json).
@@ -18,7 +18,8 @@ from jaxsimt import ptx
 from jaxsimt.units import isa, mufu
 
 SAMPLE = np.load(os.path.join(os.path.dirname(__file__), "data", "mufu", "h200_sample.npz"))
-UNARY = [(fn, ftz) for fn in ("ex2", "lg2", "rsqrt", "rcp", "sqrt", "sin", "cos") for ftz in (True, False)]
+UNARY = [(fn, ftz) for fn in ("ex2", "lg2", "rsqrt", "rcp", "sqrt", "sin", "cos") for ftz in (True, False)] + [
+    ("tanh", False)]
 DIVS = [(full, ftz) for full in (False, True) for ftz in (True, False)]
 
 
@@ -48,7 +49,9 @@ def test_unary_forms_equal_the_h200(fn, ftz, tables):
     x = SAMPLE["x"].view(np.float32)
     got = np.asarray(jax.jit(lambda v: jax.lax.bitcast_convert_type(mufu.approx(fn, v, tables, ftz), jnp.uint32))(x))
     want = SAMPLE[_name(fn, ftz)]
-    _check(got, want, np.zeros_like(want, bool) if ftz else _denormal(want))
+    # sin, cos and tanh are integer work on the bits: no float arithmetic for the CPU to flush
+    exact = ftz or fn in mufu.SAME_WITHOUT_FTZ
+    _check(got, want, np.zeros_like(want, bool) if exact else _denormal(want))
 
 
 @pytest.mark.parametrize("full,ftz", DIVS)
@@ -77,6 +80,11 @@ def test_tables_hold_what_their_names_say():
     assert np.max(np.abs(f["lg2_pos"] - np.log2(x))) < 2 ** -21
     assert np.max(np.abs(f["lg2_neg"] - np.log2(x / 2))) < 2 ** -21
     assert np.max(np.abs(mufu.table("sqrt")[: 1 << 23].view(np.float32) / np.sqrt(x) - 1)) < 2 ** -22
+    assert mufu.table("tanh").size == mufu._TANH_AT[-1]
+    for k, (e, b) in enumerate(zip(mufu.TANH_BINADES, mufu.TANH_BITS)):  # PTX ISA: relative error ~2^-11
+        x = (2.0 ** (e - 127)) * (1 + np.arange(1 << b) / 2 ** b)
+        got = mufu.table("tanh")[mufu._TANH_AT[k]:mufu._TANH_AT[k + 1]].view(np.float32)
+        assert np.max(np.abs(got / np.tanh(x) - 1)) < 2 ** -10.5
     turns = np.arange(1 << 25) / 2 ** 25
     for fn in ("sin", "cos"):  # PTX ISA: absolute error ~2^-20.9; entries no input reaches repeat the one below
         assert np.max(np.abs(mufu.table(fn).view(np.float32) - getattr(np, fn)(2 * np.pi * turns))) < 2 ** -20
@@ -128,6 +136,7 @@ KERNEL = """
     sin.approx.f32 %f19, %f1;
     cos.approx.ftz.f32 %f20, %f1;
     cos.approx.f32 %f21, %f1;
+    tanh.approx.f32 %f22, %f1;
     div.approx.ftz.f32 %f12, %f2, %f3;
     div.approx.f32 %f13, %f2, %f3;
     div.full.ftz.f32 %f14, %f2, %f3;
@@ -137,7 +146,7 @@ KERNEL = """
     st.global.v4.f32 [%rd7], {%f4, %f5, %f6, %f7};
     st.global.v4.f32 [%rd7+16], {%f8, %f9, %f10, %f11};
     st.global.v4.f32 [%rd7+32], {%f16, %f17, %f18, %f19};
-    st.global.v2.f32 [%rd7+48], {%f20, %f21};
+    st.global.v4.f32 [%rd7+48], {%f20, %f21, %f22, %f22};
     st.global.v4.f32 [%rd7+64], {%f12, %f13, %f14, %f15};
 DONE:
     ret;
@@ -154,7 +163,7 @@ def test_a_ptx_kernel_runs_on_the_unit():
     y = np.asarray(r["py"]).view(np.uint32).reshape(n, 20)
     for k, (fn, ftz) in enumerate(UNARY):
         want = SAMPLE[_name(fn, ftz)][:n]
-        _check(y[:, k], want, np.zeros(n, bool) if ftz else _denormal(want))
+        _check(y[:, k], want, np.zeros(n, bool) if ftz or fn in mufu.SAME_WITHOUT_FTZ else _denormal(want))
     for k, (full, ftz) in enumerate([(False, True), (False, False), (True, True), (True, False)]):
         want = SAMPLE[f"div.{'full' if full else 'approx'}{'.ftz' if ftz else ''}.f32"][:n]
         _check(y[:, 16 + k], want, np.zeros(n, bool) if ftz else _denormal(want) | _denormal(a))
@@ -166,7 +175,8 @@ def test_only_the_approximate_forms_read_tables():
     module = ptx.load_module(KERNEL.replace("rcp.approx.ftz.f32", "rcp.rn.f32"))
     from jaxsimt.ptx.lower import lower
     prog = lower(module, "unit")
-    assert isa.unit_tables(i for _, i in prog.instructions()) == ("cos", "ex2", "lg2", "rcp", "rsqrt", "sin", "sqrt")
+    assert isa.unit_tables(i for _, i in prog.instructions()) == ("cos", "ex2", "lg2", "rcp", "rsqrt", "sin", "sqrt",
+                                                                  "tanh")
     plain = lower(ptx.load_module(KERNEL.split("    ex2.approx.ftz")[0] + "DONE:\n    ret;\n}\n"), "unit")
     assert isa.unit_tables(i for _, i in plain.instructions()) == ()
     rn = [i for _, i in prog.instructions() if i.op == "rcp"]

@@ -95,6 +95,17 @@ def _div_approx(ex, ins, pc):
                                   bool(ins.attr("ftz", False))))
 
 
+def _funary_reads(ins) -> tuple:
+    return ("tanh",) if ins.attr("fn") == "tanh" and ins.attr("type") == "f32" else ()
+
+
+def _funary(ex, ins, pc):
+    """tanh.approx.f32 on the special function unit (`mufu.tanh`); 16-bit tanh and ex2 (`ptxops.funary`)."""
+    if not _funary_reads(ins):
+        return ptxops.funary(ex, ins, pc)
+    ex.write(ins.dst[0], mufu.approx("tanh", ex.read(ins.src[0], T.f32), _unit_tables(ex, ins), False))
+
+
 def _unit_tables(ex, ins):
     tab = getattr(ex.dyn, "mufu", None)
     if tab is None:
@@ -169,7 +180,7 @@ def _src_mask(k: int):
 
 _FP_OPS = "add sub mul mad fma min max neg abs".split()
 _SFU_OPS = "sqrt rsqrt rcp ex2 lg2 sin cos".split()
-_UNIT_OPS = tuple(mufu.UNIT)  # ex2 lg2 rsqrt rcp sqrt: the special function unit's on f32
+_UNIT_OPS = tuple(n for n in mufu.UNIT if n in alu.ALU_OPS)  # the core ops the special function unit computes
 assert set(_FP_OPS) | set(_SFU_OPS) | {"div"} <= alu.ALU_OPS and set(_UNIT_OPS) <= set(_SFU_OPS)
 
 _ENTRIES = (
@@ -184,6 +195,7 @@ _ENTRIES = (
         Op("atom", _memory, _space_class, memory="atomic", feeds=frozenset({"memory"})),
         Op("tex2d", texture.tex2d, "alu", memory="read", feeds=frozenset({"texture"})),
         Op("div.approx", _div_approx, "sfu", tables=lambda ins: ("rcp",)),
+        Op("ptx.funary", _funary, tables=_funary_reads),
         # the full PTX forms, which both front ends emit: setp with its combining predicate and `set` form, cvt
         # with rounding modes, .sat and .relu, shfl.sync with the ISA's packed clamp and segment mask (the DSL
         # packs CUDA's width into it as the CUDA headers do). A shuffle issues to the MIO queue as shared
@@ -215,7 +227,7 @@ _ENTRIES = (
         ("dp4a", "dp4a"), ("popc", "popc"), ("clz", "clz"), ("brev", "brev"), ("bfe", "bfe"), ("bfi", "bfi"),
         ("bfind", "bfind"), ("prmt", "prmt"), ("lop3", "lop3"), ("shf", "shf"), ("cnot", "cnot"),
         ("farith", "farith"), ("minmax", "minmax"), ("copysign", "copysign"), ("testp", "testp"),
-        ("funary", "funary"), ("pack", "pack"), ("unpack", "unpack"), ("x2", "x2"),
+        ("pack", "pack"), ("unpack", "unpack"), ("x2", "x2"),
         ("activemask", "activemask"))]
     + [Op("ptx.redux", ptxops.redux, warp_sync=True, mask=_src_mask(1)),
        Op("ptx.match", ptxops.match, warp_sync=True, mask=_src_mask(1))]

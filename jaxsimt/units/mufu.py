@@ -1,5 +1,5 @@
-"""The special function unit (MUFU) of the H200, bit for bit: `ex2`, `lg2`, `rsqrt`, `rcp`, `sqrt`, `sin`, `cos`
-and the divisions ptxas builds on `rcp`.
+"""The special function unit (MUFU) of the H200, bit for bit: `ex2`, `lg2`, `rsqrt`, `rcp`, `sqrt`, `sin`, `cos`,
+`tanh` and the divisions ptxas builds on `rcp`.
 
 PTX's `.approx` forms of these run on the multi-function unit, which is not correctly rounded: `ex2.approx.f32`
 is a few ulp off exp2, and what it returns depends on the hardware's tables. The model is data, measured on the
@@ -11,6 +11,7 @@ H200 over every float32 input (`jaxsimt/data/h200/mufu/README.md`):
   fraction for positive inputs, one for negative ones, scaled by 2^±integer;
 * `sin` and `cos` read t = x / 2pi (PTX's FMUL.RZ before the unit) as a fraction of a turn, |t| cut to 25
   bits: one table each over [0, 1) turns, odd (sin) or even (cos) in t;
+* `tanh` is x below 2^-8 and 1 from 8 on; between, a table per binade over its top 17 to 21 mantissa bits;
 * `lg2` adds the exponent to a table of the mantissa's logarithm over [1, 2) and truncates the sum toward zero;
   below 1 the sum is negative and the unit returns its one's complement, which the table over [0.5, 1) holds.
 
@@ -57,12 +58,13 @@ class Tables(NamedTuple):
     sqrt: jnp.ndarray  # [2^24] sqrt of 1 + j / 2^23
     sin: jnp.ndarray  # [2^25] sin of j / 2^25 turns
     cos: jnp.ndarray  # [2^25] cos of j / 2^25 turns
+    tanh: jnp.ndarray  # [sum of 2^TANH_BITS] tanh of each binade of TANH_BINADES at its top mantissa bits
     rcp: jnp.ndarray  # [2^23] rcp of 1 + j / 2^23
 
 
 # which tables each function reads
 READS = {"ex2": ("ex2_pos", "ex2_neg"), "lg2": ("lg2_pos", "lg2_neg"), "rsqrt": ("rsqrt",), "rcp": ("rcp",),
-         "sqrt": ("sqrt",), "sin": ("sin",), "cos": ("cos",)}
+         "sqrt": ("sqrt",), "sin": ("sin",), "cos": ("cos",), "tanh": ("tanh",)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -177,6 +179,25 @@ def cos(u, tab: Tables):
     return jnp.where((u >> 23) & np.uint32(0xFF) == 255, NAN, tab.cos[q])
 
 
+# tanh: |x| < 2^-8 returns x, |x| >= 8 returns 1, and between, binade by binade (biased exponents 119..129),
+# the result depends on the top TANH_BITS mantissa bits only (measured on the H200; odd in x)
+TANH_BINADES = range(119, 130)
+TANH_BITS = (17, 17, 17, 18, 18, 19, 19, 19, 20, 21, 20)
+_TANH_AT = np.concatenate([[0], np.cumsum([1 << b for b in TANH_BITS])]).astype(np.uint32)  # each binade's start
+
+
+def tanh(u, tab: Tables):
+    """MUFU.TANH (PTX tanh.approx.f32): x itself below 2^-8 (denormals included), +-1 from 8 on, a table entry
+    per binade between; NaN -> NaN."""
+    s, e, m = _fields(u)
+    k = jnp.clip(e.astype(jnp.int32) - TANH_BINADES[0], 0, len(TANH_BITS) - 1)
+    drop = jnp.asarray(np.array([23 - b for b in TANH_BITS], np.uint32))[k]
+    r = tab.tanh[jnp.asarray(_TANH_AT[:-1])[k] + (m >> drop)] | s
+    one = s | np.uint32(0x3F800000)
+    return jnp.where(e < TANH_BINADES[0], u, jnp.where(e <= TANH_BINADES[-1], r,
+                     jnp.where((e == 255) & (m != 0), NAN, one)))
+
+
 def ex2(u, tab: Tables):
     """MUFU.EX2: 2^x with |x| cut to 23 fraction bits toward zero; denormal inputs count as zero."""
     s, e, m = _fields(u)
@@ -214,9 +235,10 @@ def lg2(u, tab: Tables):
     return jnp.where(e == 0, _NEG_INF, jnp.where((s != 0) | (e == 255), special, r))
 
 
-UNIT = {"ex2": ex2, "lg2": lg2, "rsqrt": rsqrt, "rcp": rcp, "sqrt": sqrt, "sin": sin, "cos": cos}
-# forms ptxas builds identically with and without .ftz (the multiply before the unit keeps denormals either way)
-SAME_WITHOUT_FTZ = frozenset({"sin", "cos"})
+UNIT = {"ex2": ex2, "lg2": lg2, "rsqrt": rsqrt, "rcp": rcp, "sqrt": sqrt, "sin": sin, "cos": cos, "tanh": tanh}
+# forms ptxas builds identically with and without .ftz (the multiply before the unit keeps denormals either way;
+# tanh has no .ftz form)
+SAME_WITHOUT_FTZ = frozenset({"sin", "cos", "tanh"})
 
 
 # ---------------------------------------------------------------------------------------------

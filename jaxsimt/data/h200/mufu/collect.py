@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 UNARY = ["ex2.approx.ftz.f32", "lg2.approx.ftz.f32", "rsqrt.approx.ftz.f32", "rcp.approx.ftz.f32",
          "ex2.approx.f32", "lg2.approx.f32", "rsqrt.approx.f32", "rcp.approx.f32",
          "sqrt.approx.ftz.f32", "sqrt.approx.f32", "sin.approx.ftz.f32", "sin.approx.f32", "cos.approx.ftz.f32",
-         "cos.approx.f32"]
+         "cos.approx.f32", "tanh.approx.f32"]
 BINARY = ["div.approx.ftz.f32", "div.approx.f32", "div.full.ftz.f32", "div.full.f32"]
 SOURCE = r'''
 __device__ float un(int op, float a) { float r = 0.f; switch (op) { %s } return r; }
@@ -62,6 +62,9 @@ def main(out):
         onpair(*grid(x.size), (x, y, np.uint32(x.size), np.int32(op), o))
         return o
 
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))))
+    from jaxsimt.units import mufu
     index = {}
 
     def save(name, values):
@@ -99,12 +102,14 @@ def main(out):
             seen[q[finite]] = True
         below = np.maximum.accumulate(np.where(cp.asnumpy(seen), np.arange(1 << 25), 0))
         save(name, cp.asarray(cp.asnumpy(table)[below]))
+    # tanh: each binade between 2^-8 and 8 at its top TANH_BITS mantissa bits, on which alone it depends (checked
+    # below on every input)
+    op = UNARY.index("tanh.approx.f32")
+    save("tanh", cp.concatenate([hw(op, ((cp.uint32(e) << 23) | (cp.arange(1 << b, dtype=cp.uint32) << (23 - b))
+                                          ).view(cp.float32)) for e, b in zip(mufu.TANH_BINADES, mufu.TANH_BITS)]))
     with open(os.path.join(out, "index.json"), "w") as f:
         json.dump(index, f, indent=1)
 
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))))))
-    from jaxsimt.units import mufu
     tab = mufu.tables_for(list(mufu.UNIT), folder=out)
     report, chunk = {}, 1 << 27
     for op, name in enumerate(UNARY):
