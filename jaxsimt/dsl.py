@@ -332,7 +332,9 @@ def _unary(op):
     def f(x) -> Value:
         return _alu(op, _dtype_of(x), x)
     f.__name__ = op
-    f.__doc__ = f"{op} of a float value (PTX {op}.approx semantics are computed exactly in IEEE)."
+    f.__doc__ = (f"{op} of a float value: on f32 what the H200's special function unit returns for PTX's "
+                 f"{op}.approx.f32, bit for bit (jaxsimt.units.mufu)" if op in ("rsqrt", "ex2", "lg2", "sin", "cos")
+                 else f"{op} of a float value, correctly rounded (PTX {op}.rn).")
     return f
 
 

@@ -181,3 +181,26 @@ def test_only_the_approximate_forms_read_tables():
     assert isa.unit_tables(i for _, i in plain.instructions()) == ()
     rn = [i for _, i in prog.instructions() if i.op == "rcp"]
     assert len(rn) == 2 and sorted(bool(i.attr("approx")) for i in rn) == [False, True]
+
+
+def test_the_dsl_functions_run_on_the_unit():
+    """The DSL's exp2, log2, rsqrt, sin and cos on f32 are PTX's .approx.f32 forms (without .ftz): the unit."""
+    import jaxsimt as js
+    from jaxsimt import Ptr, f32
+
+    @js.kernel
+    def funcs(x: Ptr[f32], y: Ptr[f32]):
+        i = js.global_thread_index()
+        v = x[i]
+        y[5 * i] = js.exp2(v)
+        y[5 * i + 1] = js.log2(v)
+        y[5 * i + 2] = js.rsqrt(v)
+        y[5 * i + 3] = js.sin(v)
+        y[5 * i + 4] = js.cos(v)
+
+    n = 1024
+    x = SAMPLE["x"][:n].view(np.float32)
+    y = np.asarray(js.launch(funcs, n // 128, 128, (x, np.zeros(5 * n, np.float32)))["y"]).view(np.uint32)
+    for k, fn in enumerate(("ex2", "lg2", "rsqrt", "sin", "cos")):
+        want = SAMPLE[_name(fn, False)][:n]
+        _check(y[k::5], want, np.zeros(n, bool) if fn in mufu.SAME_WITHOUT_FTZ else _denormal(want))
