@@ -75,12 +75,16 @@ def table(name: str, folder: str = DATA) -> np.ndarray:
         meta = json.load(f)[name]
     with open(os.path.join(folder, name + ".zlib"), "rb") as f:
         raw = zlib.decompress(f.read())
-    # sums modulo 2^32: negative steps wrap, as the patterns' differences did
-    out = np.concatenate([np.frombuffer(raw[:4], np.uint32),
-                          np.frombuffer(raw[4:], np.dtype(meta["dtype"])).astype(np.uint32)])
+    steps = np.frombuffer(raw[4:], np.dtype(meta["dtype"]))
+    if steps.size + 1 != meta["n"]:
+        raise ValueError(f"MUFU table {name}: {steps.size + 1} entries, expected {meta['n']}")
+    # 64-byte aligned, so that JAX's CPU backend takes the array without copying it
+    buf = np.empty(4 * meta["n"] + 64, np.uint8)
+    out = buf[(-buf.ctypes.data) % 64:][:4 * meta["n"]].view(np.uint32)
+    out[0] = np.frombuffer(raw[:4], np.uint32)[0]
+    out[1:] = steps  # sums modulo 2^32: negative steps wrap, as the patterns' differences did
     np.cumsum(out, out=out)
-    if out.size != meta["n"]:
-        raise ValueError(f"MUFU table {name}: {out.size} entries, expected {meta['n']}")
+    out.flags.writeable = False
     return out
 
 
