@@ -167,6 +167,9 @@ class Arch:
     # the fewest registers per thread the driver gives a kernel (ncu's launch__registers_per_thread is
     # max(ptxas's count, this) for all 104 suite-corpus kernels measured on the H200; 1: no minimum known)
     min_registers_per_thread: int = 1
+    # the special function unit's result tables (jaxsimt.units.mufu), a folder under jaxsimt/data/ measured on
+    # this architecture's hardware; "": none measured, and the .approx functions are XLA's (within a few ulp)
+    sfu_tables: str = ""
 
     @property
     def max_shared_carveout(self) -> int:
@@ -306,6 +309,7 @@ FERMI = Arch(
 )
 
 _HOPPER_COMMON = dict(
+    sfu_tables="h200/mufu",  # measured on an H200; the H100 has the same SM
     warp_size=32,
     warp_schedulers_per_sm=4,
     its_supported=True,

@@ -204,3 +204,22 @@ def test_the_dsl_functions_run_on_the_unit():
     for k, fn in enumerate(("ex2", "lg2", "rsqrt", "sin", "cos")):
         want = SAMPLE[_name(fn, False)][:n]
         _check(y[k::5], want, np.zeros(n, bool) if fn in mufu.SAME_WITHOUT_FTZ else _denormal(want))
+
+
+def test_an_architecture_without_measured_tables_computes_with_xla():
+    """`Arch.sfu_tables` names the measured tables; without them (G80, Fermi, or any config that clears it) the
+    .approx functions are XLA's, and the H200's differ from those on some inputs."""
+    from jaxsimt.arch import H200
+
+    assert H200.sfu_tables and mufu.for_arch(H200.replace(sfu_tables=""), ["ex2"]) is None
+    n = 2048
+    args = [SAMPLE["x"][:n].view(np.float32), SAMPLE["a"][:n].view(np.float32), SAMPLE["b"][:n].view(np.float32)]
+    plain = ptx.launch(KERNEL, "unit", n // 128, 128, args + [np.zeros(n * 20, np.float32), n],
+                       arch=H200.replace(sfu_tables=""))
+    y = np.asarray(plain["py"]).reshape(n, 20)
+    x = args[0]
+    with np.errstate(all="ignore"):
+        ok = np.isfinite(x) & (np.abs(x) < 100)
+        assert np.array_equal(y[ok, 1], np.asarray(jnp.exp2(x[ok])))  # ex2.approx.f32 as XLA's exp2
+    unit = np.asarray(ptx.launch(KERNEL, "unit", n // 128, 128, args + [np.zeros(n * 20, np.float32), n])["py"])
+    assert np.any(unit.reshape(n, 20)[ok, 1] != y[ok, 1])

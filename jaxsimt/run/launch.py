@@ -480,7 +480,7 @@ def _run_items(prog: Program, grid, block, items, item_args, arch, opts: LaunchO
             dyn = Dyn(device_table(grid, np.int32), jnp.int32(n_ctas), device_table(bases, np.int64),
                       device_table(sizes, np.int64), tuple(device_table(s) for s in scalars), None,
                       device_table(tex_dims), jnp.int32(min(max_steps, np.iinfo(np.int32).max)),
-                      mufu.tables_for(isa.unit_tables(ins for _, ins in prog.instructions())))
+                      mufu.for_arch(arch, isa.unit_tables(ins for _, ins in prog.instructions())))
             # one device: the table padded to a power of two of waves (padding blocks start finished and are never
             # run), so that launches of one machine with similar numbers of waves share one compiled wave
             cta_table = np.full((n_waves if devices is not None else _pow2(n_waves)) * cpw, n_items * n_ctas, np.int32)

@@ -80,19 +80,24 @@ def _unit_reads(ins) -> tuple:
 
 
 def _sfu(ex, ins, pc):
-    """ex2, lg2, rsqrt, rcp and sqrt: on f32, the H200's special function unit bit for bit (`mufu.approx`, with
-    ptxas's handling of denormals unless .ftz); other types, the ALU."""
-    if not _unit_reads(ins):
+    """ex2, lg2, rsqrt, rcp, sqrt, sin and cos: on f32, the special function unit bit for bit (`mufu.approx`,
+    with ptxas's handling of denormals unless .ftz) where the architecture's was measured; else, and on other
+    types, the ALU."""
+    tab = ex.dyn.mufu
+    if not _unit_reads(ins) or tab is None:
         return _alu(ex, ins, pc)
-    x = ex.read(ins.src[0], T.f32)
-    ex.write(ins.dst[0], mufu.approx(ins.op, x, _unit_tables(ex, ins), bool(ins.attr("ftz", False))))
+    ex.write(ins.dst[0], mufu.approx(ins.op, ex.read(ins.src[0], T.f32), tab, bool(ins.attr("ftz", False))))
 
 
 def _div_approx(ex, ins, pc):
-    """div.approx / div.full on f32: the dividend times the special function unit's reciprocal (`mufu.div`)."""
+    """div.approx / div.full on f32: the dividend times the special function unit's reciprocal (`mufu.div`);
+    correctly rounded where the architecture's unit was not measured."""
     a, b = (ex.read(s, T.f32) for s in ins.src)
-    ex.write(ins.dst[0], mufu.div(a, b, _unit_tables(ex, ins), bool(ins.attr("full", False)),
-                                  bool(ins.attr("ftz", False))))
+    tab = ex.dyn.mufu
+    if tab is None:
+        ex.write(ins.dst[0], alu.div(a, b, T.f32, ex.zero))
+        return
+    ex.write(ins.dst[0], mufu.div(a, b, tab, bool(ins.attr("full", False)), bool(ins.attr("ftz", False))))
 
 
 def _funary_reads(ins) -> tuple:
@@ -101,17 +106,9 @@ def _funary_reads(ins) -> tuple:
 
 def _funary(ex, ins, pc):
     """tanh.approx.f32 on the special function unit (`mufu.tanh`); 16-bit tanh and ex2 (`ptxops.funary`)."""
-    if not _funary_reads(ins):
+    if not _funary_reads(ins) or ex.dyn.mufu is None:
         return ptxops.funary(ex, ins, pc)
-    ex.write(ins.dst[0], mufu.approx("tanh", ex.read(ins.src[0], T.f32), _unit_tables(ex, ins), False))
-
-
-def _unit_tables(ex, ins):
-    tab = getattr(ex.dyn, "mufu", None)
-    if tab is None:
-        raise ValueError(f"{ins.op} ({ins.loc}) needs the special function unit's tables: launch it through "
-                         "jaxsimt.launch, which passes them to the machine")
-    return tab
+    ex.write(ins.dst[0], mufu.approx("tanh", ex.read(ins.src[0], T.f32), ex.dyn.mufu, False))
 
 
 def _sreg(ex, ins, pc):

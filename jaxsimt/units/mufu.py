@@ -33,7 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "h200", "mufu")
+DATA_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+DATA = os.path.join(DATA_ROOT, "h200", "mufu")  # the H200's tables (`Arch.sfu_tables`)
 
 FLT_MIN = np.float32(2.0 ** -126)
 # bit patterns as uint32 (a Python int above 2^31 does not fit JAX's default int32)
@@ -91,6 +92,12 @@ def table(name: str, folder: str = DATA) -> np.ndarray:
 @functools.lru_cache(maxsize=None)
 def _on_device(name: str, folder: str) -> jnp.ndarray:
     return jnp.asarray(table(name, folder))
+
+
+def for_arch(arch, functions):
+    """The `Tables` a program using `functions` reads on `arch` (an `Arch`), or None where its unit was not
+    measured (`Arch.sfu_tables` empty): the .approx functions are then XLA's."""
+    return tables_for(functions, os.path.join(DATA_ROOT, arch.sfu_tables)) if arch.sfu_tables else None
 
 
 def tables_for(functions, folder: str = DATA) -> Tables:
