@@ -73,8 +73,9 @@ def _alu(ex, ins, pc):
 
 
 def _unit_reads(ins) -> tuple:
-    """The special-function-unit tables an ex2 / lg2 / rsqrt / rcp / sqrt reads: f32 runs on the unit (rcp and
-    sqrt only in their .approx form; .rn is the ALU's correctly rounded result), other types on the ALU."""
+    """The special-function-unit tables a core op of the unit (ex2, lg2, rsqrt, rcp, sqrt, sin, cos) reads: f32
+    runs on the unit (rcp and sqrt only in their .approx form; .rn is the ALU's correctly rounded result), other
+    types on the ALU."""
     rounded = ins.op in ("rcp", "sqrt") and not ins.attr("approx")
     return (ins.op,) if ins.attr("type") == "f32" and not rounded else ()
 
