@@ -95,15 +95,23 @@ def _on_device(name: str, folder: str) -> jnp.ndarray:
 
 
 def for_arch(arch, functions):
-    """The `Tables` a program using `functions` reads on `arch` (an `Arch`), or None where its unit was not
-    measured (`Arch.sfu_tables` empty): the .approx functions are then XLA's."""
-    return tables_for(functions, os.path.join(DATA_ROOT, arch.sfu_tables)) if arch.sfu_tables else None
+    """The `Tables` a program using `functions` reads on `arch` (an `Arch`), or None where it uses none or the
+    architecture's unit was not measured (`Arch.sfu_tables` empty: the .approx functions are then XLA's)."""
+    functions = tuple(functions)
+    if not functions or not arch.sfu_tables:
+        return None
+    return tables_for(functions, os.path.join(DATA_ROOT, arch.sfu_tables))
+
+
+@functools.lru_cache(maxsize=None)
+def _placeholder() -> jnp.ndarray:
+    return jnp.zeros((1,), jnp.uint32)
 
 
 def tables_for(functions, folder: str = DATA) -> Tables:
     """The `Tables` for a program using `functions` (names of READS); the others are [1] placeholders."""
     need = {t for f in functions for t in READS[f]}
-    return Tables(*(_on_device(n, folder) if n in need else jnp.zeros((1,), jnp.uint32) for n in Tables._fields))
+    return Tables(*(_on_device(n, folder) if n in need else _placeholder() for n in Tables._fields))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -181,13 +189,13 @@ def _turns(u):
 def sin(u, tab: Tables):
     """PTX sin.approx.f32 (.ftz or not: ptxas emits the same code): FMUL.RZ by 1/2pi, then MUFU.SIN, odd in t."""
     q, s = _turns(u)
-    return jnp.where((u >> 23) & np.uint32(0xFF) == 255, NAN, tab.sin[q] ^ s)
+    return jnp.where(_fields(u)[1] == 255, NAN, tab.sin[q] ^ s)
 
 
 def cos(u, tab: Tables):
     """PTX cos.approx.f32: FMUL.RZ by 1/2pi, then MUFU.COS, even in t."""
     q, _ = _turns(u)
-    return jnp.where((u >> 23) & np.uint32(0xFF) == 255, NAN, tab.cos[q])
+    return jnp.where(_fields(u)[1] == 255, NAN, tab.cos[q])
 
 
 # tanh: |x| < 2^-8 returns x, |x| >= 8 returns 1, and between, binade by binade (biased exponents 119..129),
@@ -277,10 +285,15 @@ def _flush(x):
     return jnp.where(jnp.abs(x) < FLT_MIN, jnp.copysign(jnp.float32(0), x), x)
 
 
+# what undoes ptxas's scaling of a denormal input by 2^24 on the unit's result
+_UNSCALE = {"lg2": lambda r: r + jnp.float32(-24.0), "sqrt": lambda r: r * jnp.float32(2.0 ** -12),
+            "rsqrt": lambda r: r * jnp.float32(4096.0)}
+
+
 def approx(fn: str, x, tab: Tables, ftz: bool):
-    """PTX `<fn>.approx[.ftz].f32` of float32 values `x` (fn: ex2, lg2, rsqrt, rcp, sqrt): the bare unit with
-    .ftz; without it, ptxas's scaling of denormal inputs (by 2^24, undone on the result) and, for ex2 below -126,
-    the square of 2^(x/2)."""
+    """PTX `<fn>.approx[.ftz].f32` of float32 values `x` (fn: a name of UNIT): the bare unit with .ftz (and for
+    SAME_WITHOUT_FTZ); without it, ptxas's scaling of denormal inputs (by 2^24, undone on the result), for rcp
+    also of huge ones, and for ex2 below -126 the square of 2^(x/2)."""
     unit = UNIT[fn]
     if ftz or fn in SAME_WITHOUT_FTZ:
         return _val(unit(_bits(x), tab))
@@ -295,11 +308,7 @@ def approx(fn: str, x, tab: Tables, ftz: bool):
         return s * _val(unit(_bits(jnp.where(tiny, _up24(x), x * s)), tab))
     tiny = jnp.abs(x) < FLT_MIN
     r = _val(unit(_bits(jnp.where(tiny, _up24(x), x)), tab))
-    if fn == "lg2":
-        return jnp.where(tiny, r + jnp.float32(-24.0), r)
-    if fn == "sqrt":
-        return jnp.where(tiny, r * jnp.float32(2.0 ** -12), r)
-    return jnp.where(tiny, r * jnp.float32(4096.0), r)  # rsqrt
+    return jnp.where(tiny, _UNSCALE[fn](r), r)
 
 
 def div(a, b, tab: Tables, full: bool, ftz: bool):
