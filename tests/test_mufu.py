@@ -49,9 +49,7 @@ def test_unary_forms_equal_the_h200(fn, ftz, tables):
     x = SAMPLE["x"].view(np.float32)
     got = np.asarray(jax.jit(lambda v: jax.lax.bitcast_convert_type(mufu.approx(fn, v, tables, ftz), jnp.uint32))(x))
     want = SAMPLE[_name(fn, ftz)]
-    # sin, cos and tanh are integer work on the bits: no float arithmetic for the CPU to flush
-    exact = ftz or fn in mufu.SAME_WITHOUT_FTZ
-    _check(got, want, np.zeros_like(want, bool) if exact else _denormal(want))
+    _check(got, want, _cpu_flush(_name(fn, ftz), want, None))
 
 
 @pytest.mark.parametrize("full,ftz", DIVS)
@@ -59,8 +57,8 @@ def test_divisions_equal_the_h200(full, ftz, tables):
     a, b = SAMPLE["a"].view(np.float32), SAMPLE["b"].view(np.float32)
     got = np.asarray(jax.jit(lambda p, q: jax.lax.bitcast_convert_type(mufu.div(p, q, tables, full, ftz),
                                                                         jnp.uint32))(a, b))
-    want = SAMPLE[f"div.{'full' if full else 'approx'}{'.ftz' if ftz else ''}.f32"]
-    _check(got, want, np.zeros_like(want, bool) if ftz else _denormal(want) | _denormal(SAMPLE["a"]))
+    form = f"div.{'full' if full else 'approx'}{'.ftz' if ftz else ''}.f32"
+    _check(got, SAMPLE[form], _cpu_flush(form, SAMPLE[form], SAMPLE["a"]))
 
 
 def test_tables_hold_what_their_names_say():
@@ -90,6 +88,20 @@ def test_tables_hold_what_their_names_say():
         assert np.max(np.abs(mufu.table(fn).view(np.float32) - getattr(np, fn)(2 * np.pi * turns))) < 2 ** -20
 
 
+DIV_FORMS = [f"div.{'full' if full else 'approx'}{'.ftz' if ftz else ''}.f32" for full, ftz in DIVS]
+FORMS = [_name(fn, ftz) for fn, ftz in UNARY] + DIV_FORMS  # the PTX kernel's results, in order
+
+
+def _cpu_flush(form, want, a):
+    """Samples of `form` where XLA:CPU's flushing of denormals is involved: none for .ftz forms and those built
+    alike without it; denormal results otherwise, and for divisions denormal dividends too."""
+    fn = form.split(".")[0]
+    if ".ftz" in form or fn in mufu.SAME_WITHOUT_FTZ:
+        return np.zeros_like(want, bool)
+    return _denormal(want) | _denormal(a) if fn == "div" else _denormal(want)
+
+
+# one thread: x, a, b loaded into %f1..%f3; result k of FORMS into %f(10 + k) and y[i * len(FORMS) + k]
 KERNEL = """
 .version 8.0
 .target sm_90
@@ -97,7 +109,7 @@ KERNEL = """
 .visible .entry unit(.param .u64 px, .param .u64 pa, .param .u64 pb, .param .u64 py, .param .u32 pn)
 {
     .reg .pred %p<2>;
-    .reg .f32 %f<24>;
+    .reg .f32 %f<NREGS>;
     .reg .b64 %rd<10>;
     .reg .b32 %r<6>;
     ld.param.u64 %rd1, [px];
@@ -122,51 +134,31 @@ KERNEL = """
     ld.global.f32 %f2, [%rd6];
     add.s64 %rd6, %rd3, %rd5;
     ld.global.f32 %f3, [%rd6];
-    ex2.approx.ftz.f32 %f4, %f1;
-    ex2.approx.f32 %f5, %f1;
-    lg2.approx.ftz.f32 %f6, %f1;
-    lg2.approx.f32 %f7, %f1;
-    rsqrt.approx.ftz.f32 %f8, %f1;
-    rsqrt.approx.f32 %f9, %f1;
-    rcp.approx.ftz.f32 %f10, %f1;
-    rcp.approx.f32 %f11, %f1;
-    sqrt.approx.ftz.f32 %f16, %f1;
-    sqrt.approx.f32 %f17, %f1;
-    sin.approx.ftz.f32 %f18, %f1;
-    sin.approx.f32 %f19, %f1;
-    cos.approx.ftz.f32 %f20, %f1;
-    cos.approx.f32 %f21, %f1;
-    tanh.approx.f32 %f22, %f1;
-    div.approx.ftz.f32 %f12, %f2, %f3;
-    div.approx.f32 %f13, %f2, %f3;
-    div.full.ftz.f32 %f14, %f2, %f3;
-    div.full.f32 %f15, %f2, %f3;
-    mul.wide.u32 %rd5, %r1, 80;
+    mul.wide.u32 %rd5, %r1, STRIDE;
     add.s64 %rd7, %rd4, %rd5;
-    st.global.v4.f32 [%rd7], {%f4, %f5, %f6, %f7};
-    st.global.v4.f32 [%rd7+16], {%f8, %f9, %f10, %f11};
-    st.global.v4.f32 [%rd7+32], {%f16, %f17, %f18, %f19};
-    st.global.v4.f32 [%rd7+48], {%f20, %f21, %f22, %f22};
-    st.global.v4.f32 [%rd7+64], {%f12, %f13, %f14, %f15};
+FORMS
 DONE:
     ret;
 }
-"""
+""".replace("NREGS", str(10 + len(FORMS))).replace("STRIDE", str(4 * len(FORMS))).replace("FORMS\n", "".join(
+    f"    {form} %f{10 + k}, {'%f2, %f3' if form.startswith('div') else '%f1'};\n"
+    f"    st.global.f32 [%rd7+{4 * k}], %f{10 + k};\n" for k, form in enumerate(FORMS)))
+
+
+def _run_kernel(n, **kw):
+    """The kernel on the first n samples -> [n, len(FORMS)] uint32 results."""
+    args = [SAMPLE[k][:n].view(np.float32) for k in ("x", "a", "b")]
+    r = ptx.launch(KERNEL, "unit", n // 128, 128, args + [np.zeros(n * len(FORMS), np.float32), n], **kw)
+    return np.asarray(r["py"]).view(np.uint32).reshape(n, len(FORMS))
 
 
 def test_a_ptx_kernel_runs_on_the_unit():
     """Every form through the PTX front end and the machine (the tables passed as launch data)."""
     n = 2048
-    x, a, b = SAMPLE["x"][:n], SAMPLE["a"][:n], SAMPLE["b"][:n]
-    r = ptx.launch(KERNEL, "unit", n // 128, 128, [x.view(np.float32), a.view(np.float32), b.view(np.float32),
-                                                    np.zeros(n * 20, np.float32), n])
-    y = np.asarray(r["py"]).view(np.uint32).reshape(n, 20)
-    for k, (fn, ftz) in enumerate(UNARY):
-        want = SAMPLE[_name(fn, ftz)][:n]
-        _check(y[:, k], want, np.zeros(n, bool) if ftz or fn in mufu.SAME_WITHOUT_FTZ else _denormal(want))
-    for k, (full, ftz) in enumerate([(False, True), (False, False), (True, True), (True, False)]):
-        want = SAMPLE[f"div.{'full' if full else 'approx'}{'.ftz' if ftz else ''}.f32"][:n]
-        _check(y[:, 16 + k], want, np.zeros(n, bool) if ftz else _denormal(want) | _denormal(a))
+    y = _run_kernel(n)
+    for k, form in enumerate(FORMS):
+        want = SAMPLE[form][:n]
+        _check(y[:, k], want, _cpu_flush(form, want, SAMPLE["a"][:n]))
 
 
 def test_only_the_approximate_forms_read_tables():
@@ -203,7 +195,7 @@ def test_the_dsl_functions_run_on_the_unit():
     y = np.asarray(js.launch(funcs, n // 128, 128, (x, np.zeros(5 * n, np.float32)))["y"]).view(np.uint32)
     for k, fn in enumerate(("ex2", "lg2", "rsqrt", "sin", "cos")):
         want = SAMPLE[_name(fn, False)][:n]
-        _check(y[k::5], want, np.zeros(n, bool) if fn in mufu.SAME_WITHOUT_FTZ else _denormal(want))
+        _check(y[k::5], want, _cpu_flush(_name(fn, False), want, None))
 
 
 def test_an_architecture_without_measured_tables_computes_with_xla():
@@ -212,14 +204,10 @@ def test_an_architecture_without_measured_tables_computes_with_xla():
     from jaxsimt.arch import H200
 
     assert H200.sfu_tables and mufu.for_arch(H200.replace(sfu_tables=""), ["ex2"]) is None
-    n = 2048
-    args = [SAMPLE["x"][:n].view(np.float32), SAMPLE["a"][:n].view(np.float32), SAMPLE["b"][:n].view(np.float32)]
-    plain = ptx.launch(KERNEL, "unit", n // 128, 128, args + [np.zeros(n * 20, np.float32), n],
-                       arch=H200.replace(sfu_tables=""))
-    y = np.asarray(plain["py"]).reshape(n, 20)
-    x = args[0]
+    n, k = 2048, FORMS.index("ex2.approx.f32")
+    y = _run_kernel(n, arch=H200.replace(sfu_tables="")).view(np.float32)
+    x = SAMPLE["x"][:n].view(np.float32)
     with np.errstate(all="ignore"):
         ok = np.isfinite(x) & (np.abs(x) < 100)
-        assert np.array_equal(y[ok, 1], np.asarray(jnp.exp2(x[ok])))  # ex2.approx.f32 as XLA's exp2
-    unit = np.asarray(ptx.launch(KERNEL, "unit", n // 128, 128, args + [np.zeros(n * 20, np.float32), n])["py"])
-    assert np.any(unit.reshape(n, 20)[ok, 1] != y[ok, 1])
+        assert np.array_equal(y[ok, k], np.asarray(jnp.exp2(x[ok])))  # as XLA's exp2
+    assert np.any(_run_kernel(n).view(np.float32)[ok, k] != y[ok, k])
