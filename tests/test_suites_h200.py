@@ -29,18 +29,13 @@ _LD = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
 _ST = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
 _LDC = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 _STC = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
-_V128 = "ptxas merges 4 unrolled ld.shared.f32 of one row into one LDS.128 (fewer wavefronts)"
 _SINK = "ptxas loads the values and stores the pair only under the swap's predicate (@!P0 LDS/STS)"
 _SPEC = "ptxas moves a guarded shared load out of its tid test (the SASS's LDS [R6+0x80] is unpredicated)"
 COUNTER_DIFFS = {
-    ("cuda_samples", "matrixMul_bs16", "matrixMul_bs16", _LD): _V128,
-    ("cuda_samples", "matrixMul_bs32", "matrixMul_bs32", _LD): _V128,
-    ("rodinia", "lud", "lud_internal", _LD): _V128,
-    ("parboil", "sgemm", "mysgemmNT", _LD): _V128,
     ("cuda_samples", "reduction", "reduce5_256", _LD): _SPEC,
     ("cuda_samples", "reduction", "reduce5_256", _LDC): _SPEC,
-    **{("cuda_samples", "bitonic", k, m): _SINK for k in ("bitonicSortShared1", "bitonicMergeShared")
-       for m in (_LD, _ST, _LDC, _STC)},
+    **{("cuda_samples", "bitonic", "bitonicSortShared1", m): _SINK for m in (_LD, _ST, _LDC, _STC)},
+    **{("cuda_samples", "bitonic", "bitonicMergeShared", m): _SINK for m in (_ST, _LDC, _STC)},
     ("cuda_samples", "warpAggregatedAtomicsCG", "filter_arr", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"):
         "the slots each warp stores to depend on the order its atomics land",
     ("shoc", "spmv", "spmv_csr_scalar_kernel", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"):

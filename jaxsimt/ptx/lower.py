@@ -24,7 +24,7 @@ from jaxsimt.units.barriers import attrs as barrier_attrs
 from jaxsimt.units.rocache import L2_ONLY
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
                              SourceLoc, Terminator, finalize)
-from jaxsimt.ptx import ast, contract, provenance
+from jaxsimt.ptx import ast, contract, provenance, vectorize
 from jaxsimt.ptx import sources
 from jaxsimt.ptx.errors import PtxUnsupportedError
 from jaxsimt.ptx.opcodes import check_supported
@@ -38,6 +38,8 @@ _CMPS = set("eq ne lt le gt ge lo ls hi hs equ neu ltu leu gtu geu num nan".spli
 _TENSOR = {"wmma.load", "wmma.store", "wmma.mma", "mma", "ldmatrix"}
 # load cache operators that cache in L2 only (PTX ISA: .cg "cache global", .cv "don't cache, fetch again")
 _L2_ONLY_OPS = frozenset({"cg", "cv", "L1::no_allocate"})
+# memory-ordering qualifiers: ptxas issues each such load as written (never merged into a vector load)
+_ORDERED = frozenset({"volatile", "relaxed", "acquire", "mmio"})
 _SHAPE = re.compile(r"^m\d+n\d+k\d+$")
 
 
@@ -114,6 +116,7 @@ class _Lowerer:
         self.mod, self.entry, self.args = module, entry, args
         self.dynamic_smem = int(dynamic_smem)
         self.contract = contract
+        self.vectorize = True  # merge shared loads as ptxas does (jaxsimt/ptx/vectorize.py)
         self.contractible: set = set()  # ids of the plain (no rounding modifier) f32/f64 mul/add/sub emitted
         self.pointers = dict(pointers or {})  # parameter -> (parameter whose buffer it points into, byte offset)
         self.regs: list[Reg] = []
@@ -210,8 +213,24 @@ class _Lowerer:
         return ins
 
     # ---------------------------------------------------------------- variables
+    def _referenced_names(self) -> set:
+        """Names of variables the kernel's reachable functions name in their operands."""
+        names = set()
+        for fn in self._reachable():
+            for ins in fn.instructions:
+                for op in ins.operands:
+                    for x in (op.elems if isinstance(op, ast.Vec) else (op,)):
+                        if isinstance(x, ast.Sym):
+                            names.add(x.name)
+                        elif isinstance(x, ast.Addr) and isinstance(x.base, ast.Sym):
+                            names.add(x.base.name)
+        return names
+
     def layout_shared(self):
-        decls = [v for v in self.mod.globals if v.space == "shared"]
+        # module-scope shared variables the kernel never names take no room in its block, as in ptxas's layout
+        # (its `smem` report), which places the others where an aligned vector load can reach them
+        used = self._referenced_names()
+        decls = [v for v in self.mod.globals if v.space == "shared" and (v.is_dynamic or v.name in used)]
         for fn in self._reachable():
             decls += [v for v in fn.var_decls if v.space == "shared"]
         off = 0
@@ -335,6 +354,8 @@ class _Lowerer:
     def build(self) -> Program:
         if self.contract:
             self.contract_mul_add()
+        if self.vectorize:
+            vectorize.vectorize_shared_loads(self.blocks)  # as ptxas does (jaxsimt/ptx/vectorize.py)
         index = {}
         for i, b in enumerate(self.blocks):
             index[b[0]] = i
@@ -1132,6 +1153,8 @@ class _Lowerer:
             attrs["cache"] = "ro"  # the read-only (non-coherent) path: jaxsimt.units.rocache
         elif op == "ld" and space in ("global", "generic") and mods & _L2_ONLY_OPS:
             attrs["cache"] = L2_ONLY  # cached in L2 only: neither hits nor fills L1 (the timing model's L1 tags)
+        if op == "ld" and mods & _ORDERED:
+            attrs["ordered"] = True
         if op == "ld":
             dsts = [self.dst(v, ctx, ins) for v in vals]
             if t.is_signed and any(d.dtype.bits > t.bits for d in dsts):  # signed loads sign-extend
@@ -1224,13 +1247,15 @@ _VALID: dict = {}  # id(module) -> module, for the modules that passed `validate
 
 def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None, dynamic_smem: int = 0,
           check: bool = True, contract: bool = True, pointers: Optional[dict] = None,
-          source_dirs: Sequence[str] = ()) -> Program:
+          source_dirs: Sequence[str] = (), vectorize_loads: bool = True) -> Program:
     """Lower entry `kernel` of a PTX module (an `ast.Module` or PTX text) to a `Program`.
 
     args: the launch arguments, used only to decide which parameters are pointers (numpy arrays with at
     least one dimension) and their element types; without them every .u64/.b64 parameter is a pointer to
     bytes (u8). dynamic_smem: bytes of `.extern .shared` memory. contract: fuse plain `mul` + dependent
-    `add`/`sub` pairs into `fma` as ptxas does (docs/ptx.md); False keeps two roundings. pointers:
+    `add`/`sub` pairs into `fma` as ptxas does (docs/ptx.md); False keeps two roundings. vectorize_loads: merge
+    scalar shared loads of consecutive elements into vector loads as ptxas does (`jaxsimt.ptx.vectorize`); False
+    keeps the PTX's loads. pointers:
     {parameter index: (index of the parameter holding the buffer, byte offset)}: that parameter's value is
     the other's base plus the offset (aliased and offset pointer arguments; the parameter itself is then
     passed as a scalar). source_dirs: folders besides the PTX file's own that `.file` sources may be read
@@ -1251,7 +1276,8 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
         kernel = module.entries[0].name
     ptrs = tuple(sorted((int(k), (int(v[0]), int(v[1]))) for k, v in (pointers or {}).items()))
     source_dirs = tuple(os.fspath(d) for d in source_dirs)
-    key = (id(module), kernel, _signature(args), int(dynamic_smem), bool(contract), ptrs, source_dirs)
+    key = (id(module), kernel, _signature(args), int(dynamic_smem), bool(contract), ptrs, source_dirs,
+           bool(vectorize_loads))
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is module:
         return hit[1]
@@ -1264,6 +1290,7 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
         raise ValueError(f"{kernel} is a .func, not a kernel (.entry)")
     low = _Lowerer(module, entry, None if args is None else list(args), dynamic_smem, contract, dict(ptrs))
     low.source_dirs = source_dirs
+    low.vectorize = bool(vectorize_loads)
     prog = low.run()
     _CACHE[key] = (module, prog)
     return prog

@@ -16,7 +16,10 @@ An entry (`Op`) says what the operation is:
 * `feeds`: the counter families its executions add to beyond the instruction counts ("memory": requests,
   sectors, wavefronts and bank conflicts per instruction; "texture": the texture cache);
 * `tables(ins)`: the functions of the special function unit (`mufu`) whose result tables it reads, which the
-  launch hands to the machine as run-time data.
+  launch hands to the machine as run-time data;
+* `low_zeros(ins, zeros)`: how many low bits of its integer result are known to be zero, given those of its
+  sources (`zeros`, one per source operand); 0 where nothing is known. The PTX front end's vectorization of
+  shared loads (`jaxsimt.ptx.vectorize`) proves addresses aligned with it, as ptxas does.
 
 The machine, the ITS machine, the memory stage, the stats, the sanitizer and the timing traces read this
 table; no other module tests op names. Front ends emit the ops by name; the DSL and the PTX lowering share
@@ -52,6 +55,7 @@ class Op:
     orders_warp: bool = False  # a warp barrier (`__syncwarp`): orders its lanes' accesses for racecheck
     copy: bool = False  # a register copy (mov), which ptxas folds away where it can
     tables: Callable[[Instr], tuple] = _no_tables  # the mufu functions whose tables it reads
+    low_zeros: Callable[[Instr, tuple], int] = lambda ins, zeros: 0  # noqa: E731 - known zero low bits of the result
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,6 +165,40 @@ def _div(ins) -> str:
     return "sfu" if _is_float(ins) else "alu"
 
 
+def _integer(ins) -> bool:
+    t = T.BY_NAME.get(ins.attr("type"))
+    return t is not None and t.is_int
+
+
+def _alu_low_zeros(ins, z: tuple) -> int:
+    """Known zero low bits of an integer ALU result: a sum keeps the fewer of its terms', a product adds its
+    factors', a left shift by a constant adds the count, an `and` keeps the more of its operands'."""
+    if not _integer(ins) or not z:
+        return 0
+    op = ins.op
+    if op in ("mov", "neg"):
+        return z[0]
+    if op in ("add", "sub", "or", "xor", "min", "max"):
+        return min(z[:2])
+    if op == "and":
+        return max(z[:2])
+    if op == "mul":
+        return z[0] + z[1]
+    if op == "mad":
+        return min(z[0] + z[1], z[2])
+    if op == "shl" and isinstance(ins.src[1], Imm):
+        return z[0] + int(ins.src[1].value)
+    if op == "selp":
+        return min(z[:2])
+    return 0
+
+
+def _same_low_zeros(ins, z: tuple) -> int:
+    """An integer conversion (`cvt` between integer types, `cvta`): the value's low bits are kept."""
+    src = T.BY_NAME.get(ins.attr("type"))
+    return z[0] if z and (src is None or src.is_int) else 0
+
+
 def _attr_mask(ins) -> Optional[int]:
     m = ins.attr("membermask")
     return None if m is None else int(m) & 0xFFFFFFFF
@@ -184,7 +222,8 @@ assert set(_FP_OPS) | set(_SFU_OPS) | {"div"} <= alu.ALU_OPS and set(_UNIT_OPS) 
 _ENTRIES = (
     [Op(n, _sfu if n in _UNIT_OPS else _alu,
         _fp if n in _FP_OPS else "sfu" if n in _SFU_OPS else _div if n == "div" else "alu",
-        copy=n == "mov", tables=_unit_reads if n in _UNIT_OPS else _no_tables) for n in sorted(alu.ALU_OPS)]
+        copy=n == "mov", tables=_unit_reads if n in _UNIT_OPS else _no_tables, low_zeros=_alu_low_zeros)
+     for n in sorted(alu.ALU_OPS)]
     + [
         Op("sreg", _sreg),
         Op("param", _param),
@@ -199,13 +238,13 @@ _ENTRIES = (
         # packs CUDA's width into it as the CUDA headers do). A shuffle issues to the MIO queue as shared
         # memory does, hence its own timing class.
         Op("setp", ptxops.setp),
-        Op("cvt", ptxops.cvt),
+        Op("cvt", ptxops.cvt, low_zeros=_same_low_zeros),
         Op("shfl", ptxops.shfl, "shuffle", warp_sync=True, mask=_attr_mask),
         # vote.sync d, p, membermask (both front ends: `__all_sync` & co. pass their mask as an immediate); classed
         # as the PTX lowering's was calibrated, VOTE being an integer-pipe instruction
         Op("vote", ptxops.vote, "alu", warp_sync=True, mask=_src_mask(1)),
         Op("warpsync", _warpsync, "alu", warp_sync=True, mask=_attr_mask, orders_warp=True),
-        Op("cvta", generic.cvta),
+        Op("cvta", generic.cvta, low_zeros=_same_low_zeros),
         Op("isspacep", generic.isspacep),
         Op("tensor.mma", mma_execute.mma, "tensor", warp_sync=True),
         Op("tensor.ldmatrix", mma_execute.ldmatrix, "shared", memory="read", warp_sync=True,
@@ -220,8 +259,10 @@ _ENTRIES = (
     # calibrated timing model was fitted with), including the rounding-mode float arithmetic that the DSL's
     # ops class as fp32.
     + [Op("ptx.guard", ptxops.guard), Op("ptx.nop", ptxops.nop)]
+    # mul.wide and mad.wide (a third source: the addend)
+    + [Op("ptx.mul.wide", ptxops.mul_wide, low_zeros=lambda ins, z: min([z[0] + z[1]] + list(z[2:3])))]
     + [Op("ptx." + n, getattr(ptxops, f)) for n, f in (
-        ("mul.hi", "mul_hi"), ("mul.wide", "mul_wide"), ("sat", "sat_int"), ("mul24", "mul24"), ("sad", "sad"),
+        ("mul.hi", "mul_hi"), ("sat", "sat_int"), ("mul24", "mul24"), ("sad", "sad"),
         ("dp4a", "dp4a"), ("popc", "popc"), ("clz", "clz"), ("brev", "brev"), ("bfe", "bfe"), ("bfi", "bfi"),
         ("bfind", "bfind"), ("prmt", "prmt"), ("lop3", "lop3"), ("shf", "shf"), ("cnot", "cnot"),
         ("farith", "farith"), ("minmax", "minmax"), ("copysign", "copysign"), ("testp", "testp"),
@@ -280,6 +321,12 @@ def member_mask(ins: Instr) -> Optional[int]:
     instructions and for masks held in registers."""
     op = spec(ins.operation)
     return op.mask(ins.operation) if op.warp_sync else None
+
+
+def low_zeros(ins: Instr, zeros: tuple) -> int:
+    """Known zero low bits of the integer result of `ins` (its own op, not a guard's inner one: a guarded write may
+    leave the old value), given those of its source operands."""
+    return spec(ins).low_zeros(ins, zeros)
 
 
 READ_OPS = frozenset(n for n, o in OPS.items() if o.memory == "read")
