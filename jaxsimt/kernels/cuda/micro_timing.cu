@@ -320,6 +320,48 @@ __global__ void tp_shared(float* out) {
   if (acc == 12345.f) out[0] = acc;
 }
 
+// 32-way bank-conflicted 32-bit shared loads: lane l reads word 32 l + c, all in bank c, so each warp LDS is 32
+// wavefronts and its few integer instructions do not bound the rate: the shared data pipe's cycles per
+// wavefront. The volatile asm keeps every load in the loop (its address depends on k).
+__global__ void tp_shared_conflict(unsigned* out) {
+  __shared__ unsigned s[1024];
+  s[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  unsigned acc = 0;
+  const unsigned base = (threadIdx.x & 31) * 32;
+#pragma unroll 1  // one iteration per k: loads of an unrolled loop with repeating addresses would be merged
+  for (int k = 0; k < TP_ITERS / 8; ++k) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      unsigned v;
+      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"((unsigned)(((base + ((k * 4 + u) & 31)) & 1023) * 4 +
+                                                            (unsigned)__cvta_generic_to_shared(s))));
+      acc ^= v;
+    }
+  }
+  if (acc == 12345u) out[0] = acc;
+}
+
+// conflict-free 128-bit shared loads (LDS.128: 4 wavefronts per warp instruction)
+__global__ void tp_shared_v4(unsigned* out) {
+  __shared__ uint4 s[256];
+  if (threadIdx.x < 256) s[threadIdx.x] = make_uint4(threadIdx.x, 1, 2, 3);
+  __syncthreads();
+  unsigned acc = 0;
+#pragma unroll 1  // one iteration per k: loads of an unrolled loop with repeating addresses would be merged
+  for (int k = 0; k < TP_ITERS / 8; ++k) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      unsigned a, b, c, d;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
+                   : "r"((unsigned)((((threadIdx.x & 31) + (k * 4 + u) * 32) & 255) * 16 +
+                                    (unsigned)__cvta_generic_to_shared(s))));
+      acc ^= a ^ b ^ c ^ d;
+    }
+  }
+  if (acc == 12345u) out[0] = acc;
+}
+
 // coalesced 32-bit global loads from a per-block 16 KiB window (L1 hits after the first pass):
 // 4 sectors per request
 __global__ void tp_l1(const float* __restrict__ p, float* out) {
@@ -404,7 +446,20 @@ static void throughputs() {
     float ms = time_ms([&] { tp_shared<<<blocks, threads>>>(fo); });
     double wf = per_sm_cycle(warps * (TP_ITERS / 4) * 8, ms);  // one wavefront per load
     emit("shared_wavefronts_per_sm_cycle", wf, "wavefronts/cycle", "", "conflict-free LDS.32, 64 warps per SM");
-    emit("shared_cycles_per_wavefront", 1.0 / wf, "cycles", "shared_cycles_per_wavefront", "SM-wide");
+  }
+  {
+    float ms = time_ms([&] { tp_shared_conflict<<<blocks, threads>>>(reinterpret_cast<unsigned*>(fo)); });
+    double wf = per_sm_cycle(warps * (TP_ITERS / 8) * 4 * 32.0, ms);  // 32 wavefronts per load
+    emit("shared_wavefronts_per_sm_cycle_conflict32", wf, "wavefronts/cycle", "",
+         "32-way bank-conflicted LDS.32 (32 wavefronts each), 64 warps per SM");
+    emit("shared_cycles_per_wavefront", 1.0 / wf, "cycles", "shared_cycles_per_wavefront",
+         "SM-wide, from the 32-way conflicted loads (their few integer instructions do not bound the rate)");
+  }
+  {
+    float ms = time_ms([&] { tp_shared_v4<<<blocks, threads>>>(reinterpret_cast<unsigned*>(fo)); });
+    double wf = per_sm_cycle(warps * (TP_ITERS / 8) * 4 * 4.0, ms);  // 4 wavefronts per LDS.128
+    emit("shared_wavefronts_per_sm_cycle_v4", wf, "wavefronts/cycle", "",
+         "conflict-free LDS.128 (4 wavefronts each), 64 warps per SM");
   }
   {
     float* p;
