@@ -251,8 +251,8 @@ def test_merges_where_ptxas_merged_across_every_kernel_with_sass():
     kernel gets vector loads from the merge exactly when its SASS has LDS.64/LDS.128 that its PTX's own wide
     shared loads (`ld.shared.v2/.v4`, 64-bit types) do not account for."""
     import os
-    import jaxsimt
-    root = os.path.dirname(jaxsimt.__file__)
+    # the repository's files: the SASS listings are not installed with the package
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jaxsimt")
     merged, wide = set(), set()
     n = 0
     for ptx, sass in SASS_OF.items():
