@@ -112,11 +112,11 @@ def _constant_registers(fn: ast.Function) -> dict:
 
 class _Lowerer:
     def __init__(self, module: ast.Module, entry: ast.Function, args, dynamic_smem: int, contract: bool = True,
-                 pointers: Optional[dict] = None):
+                 pointers: Optional[dict] = None, vectorize_loads: bool = True):
         self.mod, self.entry, self.args = module, entry, args
         self.dynamic_smem = int(dynamic_smem)
         self.contract = contract
-        self.vectorize = True  # merge shared loads as ptxas does (jaxsimt/ptx/vectorize.py)
+        self.vectorize_loads = vectorize_loads  # merge shared loads as ptxas does (jaxsimt/ptx/vectorize.py)
         self.contractible: set = set()  # ids of the plain (no rounding modifier) f32/f64 mul/add/sub emitted
         self.pointers = dict(pointers or {})  # parameter -> (parameter whose buffer it points into, byte offset)
         self.regs: list[Reg] = []
@@ -354,7 +354,7 @@ class _Lowerer:
     def build(self) -> Program:
         if self.contract:
             self.contract_mul_add()
-        if self.vectorize:
+        if self.vectorize_loads:
             vectorize.vectorize_shared_loads(self.blocks)  # as ptxas does (jaxsimt/ptx/vectorize.py)
         index = {}
         for i, b in enumerate(self.blocks):
@@ -1288,9 +1288,9 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
                          f"{[e.name for e in module.entries]}") from None
     if not entry.is_entry:
         raise ValueError(f"{kernel} is a .func, not a kernel (.entry)")
-    low = _Lowerer(module, entry, None if args is None else list(args), dynamic_smem, contract, dict(ptrs))
+    low = _Lowerer(module, entry, None if args is None else list(args), dynamic_smem, contract, dict(ptrs),
+                   bool(vectorize_loads))
     low.source_dirs = source_dirs
-    low.vectorize = bool(vectorize_loads)
     prog = low.run()
     _CACHE[key] = (module, prog)
     return prog

@@ -36,7 +36,7 @@ MAX_BYTES = 16  # the widest shared load (LDS.128)
 
 
 def _imm_zeros(v) -> int:
-    if isinstance(v, float) or not isinstance(v, (int, np.integer)):
+    if not isinstance(v, (int, np.integer)):
         return 0  # a float immediate says nothing about an address
     v = int(v)
     return CAP if v == 0 else min(CAP, (v & -v).bit_length() - 1)
