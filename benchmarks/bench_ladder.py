@@ -71,11 +71,11 @@ def replays(size: int, repeats: int, arch: str = "h200") -> dict:
         ref.append({"rung": name, "compile_s": c, "median_s": med,
                     "warp_instructions": int(np.asarray(out["issued"]).sum()),
                     "cycles": float(np.max(np.asarray(out["cycles"])))})
-    shape, n_regs, kern, q, nq, sh, to = timing.stack([w for _, w in works])
+    shape, n_regs, kern, q, nq, sh, to, caps = timing.stack([w for _, w in works])
     t0 = time.perf_counter()
-    compiled = timing._replay_batch.lower(params, kern, q, nq, sh, to, pol, shape=shape, n_regs=n_regs).compile()
+    compiled = timing._replay_batch.lower(params, kern, q, nq, sh, to, pol, caps, shape=shape, n_regs=n_regs).compile()
     c = time.perf_counter() - t0
-    med, out = _median(lambda: compiled(params, kern, q, nq, sh, to, pol), repeats)
+    med, out = _median(lambda: compiled(params, kern, q, nq, sh, to, pol, caps), repeats)
     issued = int(np.asarray(out["issued"]).sum())
     cyc = [float(np.max(np.asarray(out["cycles"][b][:w.queues.shape[0]]))) for b, (_, w) in enumerate(works)]
     return {"size": size, "reference": ref,

@@ -2,12 +2,14 @@
 
 Samples: every profiled micro-kernel (`jaxsimt/data/h200/ncu_metrics.csv`: the busiest SM's active cycles
 `sm__cycles_active.max` and the kernel time `gpu__time_duration.sum`), the GEMM ladder at 256^3 (same
-metrics) and the ladder at 1024^3, 2048^3 and 4096^3 (`timings.json`: median of CUDA-event timings).
+metrics) and the ladder at 1024^3, 2048^3 and 4096^3 (`timings.json`: median of CUDA-event timings; and the
+busiest SM's active cycles under ncu, `ladder_ncu/`).
 Every sample is traced from the PTX the H200 ran (`jaxsimt.kernels.collection`, `ladder.trace_rung`).
 
 Split (held out by kernel family and by size, never by chance):
 * train: the micro_shared and micro_divergence families and the ladder at 256^3 (ncu);
-* held out: the whole micro_global family, and the ladder at 1024^3, 2048^3 and 4096^3 (CUDA events).
+* held out: the whole micro_global family, and the ladder at 1024^3, 2048^3 and 4096^3 (CUDA events and ncu
+  cycles).
 
 The fit minimises the squared log error of the predicted busiest-SM cycles over the training samples,
 each family weighing the same (plus, with a smaller weight, of their kernel times, which fixes the launch
@@ -68,7 +70,7 @@ def _split(family: str, size: int, suite: str = "") -> str:
     return "train" if family in TRAIN_FAMILIES else "held_out"
 
 
-def micro_samples(arch: str = "h200", names=None, max_steps: int = timing.MAX_STEPS,
+def micro_samples(arch: str = "h200", names=None, max_steps: Optional[int] = None,
                   l1: str = "footprint") -> list[Sample]:
     """The profiled micro-kernels as nvcc compiled them (`jaxsimt.kernels.collection`, the PTX the H200
     ran), each traced (every block) with the registers ptxas gave it, its L1 hits from `l1` (the committed
@@ -100,14 +102,17 @@ def micro_samples(arch: str = "h200", names=None, max_steps: int = timing.MAX_ST
 
 
 def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str = "h200", rungs=None,
-                   max_steps: int = timing.MAX_STEPS) -> list[Sample]:
+                   max_steps: Optional[int] = None) -> list[Sample]:
     """The GEMM ladder's rungs at `sizes` (256: ncu cycles and time; larger: CUDA-event times), traced from
     the PTX the H200 ran (`ladder.trace_rung`)."""
     from jaxsimt.apps import fixtures, ladder
-    from jaxsimt.timing import kscale
 
     hw = fixtures.ncu_metrics(arch)
     meas = fixtures.timings(arch)
+    try:
+        lad = fixtures.ladder_ncu(arch)
+    except fixtures.FixtureNotFound:
+        lad = {}
     out = []
     for rung in ladder.rungs():
         if rungs is not None and rung.name not in rungs:
@@ -121,14 +126,12 @@ def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str =
                 rec = meas.get((rung.name, n))
                 if rec is None or rec.get("median_ms") is None:
                     continue
-                cycles, ms = None, float(rec["median_ms"])
+                # the busiest SM's cycles where the size was profiled (held out like the time)
+                cycles, ms = lad.get((rung.name, n), {}).get("sm__cycles_active.max"), float(rec["median_ms"])
             a = ladder.analyse(rung, n, n, n, arch)
             R = int(a["stats"]["active_blocks_per_sm"])
-            t, n_ctas = ladder.trace_rung(rung, n, n, n, arch, R)
-            work = timing.plan(t, arch, R, n_ctas, max_steps=max_steps)
-            if "stream_k" in t.meta and not kscale.window_within(t, timing.run(work, timing.params_of(arch))):
-                t, n_ctas = ladder.trace_rung(rung, n, n, n, arch, R, stream_k=n)  # the streams at n itself
-                work = timing.plan(t, arch, R, n_ctas, max_steps=max_steps)
+            # streams long enough for the window with the committed parameters
+            _, work, _ = ladder._replay(rung, n, n, n, arch, R, timing.params_of(arch), max_steps=max_steps)
             out.append(Sample(rung.name, "ladder", n, _split("ladder", n), work, cycles, ms))
     return out
 
@@ -167,6 +170,7 @@ class Group:
     index: list  # sample positions
     fast_shape: Optional[timing.Shape] = None  # the fast replay's shape (`timing.fast_steps` of the group)
     atomic_ops: Optional[np.ndarray] = None  # [B] each sample's busiest atomic sector's operations (Work.atomic_ops)
+    caps: Optional[jnp.ndarray] = None  # [B] each sample's window (`timing.stack`)
 
 
 def groups(samples: list[Sample], params: Optional[dict] = None) -> list[Group]:
@@ -181,27 +185,28 @@ def groups(samples: list[Sample], params: Optional[dict] = None) -> list[Group]:
         by.setdefault(key, []).append(i)
     out = []
     for idx in by.values():
-        shape, n_regs, kern, queues, n_queue, share, total = timing.stack([samples[i].work for i in idx])
+        stacked = timing.stack([samples[i].work for i in idx])
+        shape, n_regs, kern, queues, n_queue, share, total, caps = stacked
         steps = max(timing.fast_steps(dataclasses.replace(samples[i].work, shape=dataclasses.replace(
-            samples[i].work.shape, steps=shape.steps, inner=shape.inner))) for i in idx)
+            samples[i].work.shape, inner=shape.inner))) for i in idx)
         if params is not None:
             _, steps = timing.stacked_replay([samples[i].work for i in idx], params, jnp.int32(1), "fast",
-                                             stacked=(shape, n_regs, kern, queues, n_queue, share, total),
-                                             with_steps=True)
+                                             stacked=stacked, with_steps=True)
         out.append(Group(shape, n_regs, kern, queues, n_queue, share, total, idx,
                          dataclasses.replace(shape, steps=steps),
-                         np.asarray([samples[i].work.atomic_ops for i in idx], np.float32)))
+                         np.asarray([samples[i].work.atomic_ops for i in idx], np.float32), caps))
     return out
 
 
 def _group_cycles(params, g: Group, policy: int, replay: str = "exact"):
     if replay == "fast":
-        cap = jnp.int32(g.shape.steps)
-        f = lambda k, q, n, sh, to: jnp.max(timing.replay_sms_fast(params, k, q, n, sh, to, policy, cap, g.fast_shape,  # noqa: E731
-                                                                   g.n_regs)["cycles"])
+        f = lambda k, q, n, sh, to, cap: jnp.max(timing.replay_sms_fast(  # noqa: E731
+            params, k, q, n, sh, to, policy, cap, g.fast_shape, g.n_regs)["cycles"])
     else:
-        f = lambda k, q, n, sh, to: jnp.max(timing.replay_sms(params, k, q, n, sh, to, policy, g.shape, g.n_regs)["cycles"])  # noqa: E731
-    return timing.with_atomics(jax.vmap(f)(g.kernels, g.queues, g.n_queue, g.share, g.total), g.atomic_ops, params)
+        f = lambda k, q, n, sh, to, cap: jnp.max(timing.replay_sms(  # noqa: E731
+            params, k, q, n, sh, to, policy, g.shape, g.n_regs, cap)["cycles"])
+    return timing.with_atomics(jax.vmap(f)(g.kernels, g.queues, g.n_queue, g.share, g.total, g.caps), g.atomic_ops,
+                               params)
 
 
 def predict_cycles(params: dict, gs: list[Group], n: int, policy: str = "gto", replay: str = "exact") -> jnp.ndarray:

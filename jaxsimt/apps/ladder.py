@@ -222,8 +222,13 @@ def _traced_launch(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_p
             steps *= 4
 
 
+# K of the traced streams where K is large (`trace_rung`): streams of a few thousand instructions per warp,
+# more than a replay window (timing.WINDOW_MAX steps over 64 resident warps: 1024 each) lets most warps issue
+STREAM_K = 512
+
+
 def _trace_steps(K: int) -> int:
-    return 16 * K + 4096  # the traced run's step budget (one compiled machine for every K up to it)
+    return 32 * K + 4096  # the traced run's step budget (one compiled machine for every K up to it)
 
 
 def trace_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, source: str = "ptx",
@@ -237,7 +242,7 @@ def trace_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_s
     instructions (no address folding or strength reduction).
 
     stream_k: where K is large (`kscale.applies`), the rung is traced at K = kscale.K1 and K = stream_k
-    (default kscale.K2) instead of K, and the trace at K extrapolated from the two (`kscale`): the same
+    (default STREAM_K) instead of K, and the trace at K extrapolated from the two (`kscale`): the same
     streams up to the shorter one's end, every count and stream length exact; the replay must then stay
     within the streams (`kscale.window_within`; `timing_of` checks it and traces longer streams if not)."""
     from jaxsimt.timing import kscale
@@ -253,7 +258,7 @@ def trace_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_s
         return (tile.bm * k + k * tile.bn) * tile.ab_bytes + tile.bm * tile.bn * 4
 
     dram = tile.ab_bytes * (M * K + K * N) + 4 * M * N
-    k2 = stream_k or kscale.K2
+    k2 = stream_k or STREAM_K
     if kscale.applies(K, k2):
         steps = _trace_steps(k2)
         try:
@@ -301,16 +306,16 @@ def gemm_stats(rung: LadderRung, M: int, N: int, K: int, arch: str):
 
 
 def _replay(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, params, policy: str = "gto",
-            stream_k: "int | None" = None):
+            stream_k: "int | None" = None, max_steps: "int | None" = None):
     """(trace, work, output) of one rung's replay, its streams traced long enough for the replay's window
     (`kscale.window_within`: stream_k x 4 until it holds, or the real K)."""
     from jaxsimt.timing import kscale
     from jaxsimt.timing import replay as timing
 
-    k2 = stream_k or kscale.K2
+    k2 = stream_k or STREAM_K
     while True:
         t, n_ctas = trace_rung(rung, M, N, K, arch, blocks_per_sm, stream_k=k2)
-        work = timing.plan(t, arch, blocks_per_sm, n_ctas)
+        work = timing.plan(t, arch, blocks_per_sm, n_ctas, max_steps)
         out = timing.run(work, params, policy)
         if kscale.window_within(t, out):
             return t, work, out

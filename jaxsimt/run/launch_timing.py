@@ -15,7 +15,7 @@ from jaxsimt.arch import Arch, get_arch
 from jaxsimt.program import Program, Reg
 from jaxsimt.run import addresses
 from jaxsimt.run.launch import launch
-from jaxsimt.timing.replay import MAX_STEPS, params_of, plan, run, summarize, traced_blocks
+from jaxsimt.timing.replay import params_of, plan, run, summarize, traced_blocks
 from jaxsimt.units import isa, occupancy, rocache
 
 # ptxas makes an atomic whose old value is never read a reduction (RED), and a warp's reduction whose active
@@ -27,7 +27,7 @@ AGGREGATED_OPS = frozenset({"add", "min", "max", "and", "or", "xor"})
 
 def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, regs=None, local_bytes: int = 0,
                mode: str = "stack",
-               params: Optional[dict] = None, policy: str = "gto", max_steps: int = MAX_STEPS,
+               params: Optional[dict] = None, policy: str = "gto", max_steps: Optional[int] = None,
                footprint_bytes_per_block=None, dram_bytes=None, replay: str = "exact", l1: str = "tags",
                result=None):
     """Trace a representative set of the launch's blocks (one more functional run, counters on) and replay

@@ -56,7 +56,13 @@ _KIND = np.array([WAIT, WAIT, SHORT, WAIT, SHORT, LONG, WAIT, WAIT, SHORT], np.i
 _THROTTLE = np.array([MATH, MATH, MATH, MATH, MIO, LG, MATH, MATH, MIO], np.int32)
 _INF = np.float32(3e38)  # a numpy scalar: a jnp one at import would start JAX's backends
 CHECKPOINT = True
-MAX_STEPS = 8192  # replay window: longer queues are extrapolated from its second half
+# The replay window (steps of one SM; longer queues are extrapolated from its second half, `window_steps`):
+# at least WINDOW_MIN, at most WINDOW_MAX, and at most WINDOW_BUDGET steps over all simulated SMs of one
+# replay (its timeline holds a few floats per step and SM).
+WINDOW_MIN = 8192
+WINDOW_MAX = 65536
+WINDOW_BUDGET = 1 << 21
+MAX_STEPS = WINDOW_MAX  # the longest window: no replay issues more instructions of one warp than this
 
 
 def params_of(arch: "Arch | str") -> dict:
@@ -160,11 +166,14 @@ def _sm_start(p: dict, k: Kernel, queue, n_queue, share, shape: Shape, n_regs: i
     return layout, carry
 
 
-def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: Shape, n_regs: int):
+def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: Shape, n_regs: int, cap=None):
     """Replay one SM: its queue [Q] of traced block ids (n_queue of them), its share of the chip's L2 and
-    DRAM bandwidth, `total` instructions its queue holds (for extrapolation). Returns a dict of results."""
+    DRAM bandwidth, `total` instructions its queue holds (for extrapolation); cap: the window's instructions
+    (a run-time int at most shape.steps, default shape.steps: later steps issue nothing, so that works of
+    several windows share one compiled replay). Returns a dict of results."""
     WS, RB, NSCH = shape.warp_slots, shape.block_slots, shape.schedulers
     NR = n_regs
+    cap = jnp.int32(shape.steps) if cap is None else cap
     lo, c = _sm_start(p, k, queue, n_queue, share, shape, n_regs)
     (j, wpb, R, bslot, wib, valid, sched, rb, lat, issue, kind_t, thr_t, sectors_per_cycle_l2, sectors_per_cycle_dram,
      t0, disp_dt, slot_tb, start0, f0) = (lo[x] for x in (
@@ -229,7 +238,7 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         g_done = jnp.maximum(jnp.maximum(s1 + o1, jnp.where(miss > 0, e2, 0.0)), jnp.where(dsec > 0, e3, 0.0)) + glat
         complete = jnp.where(fold, jnp.maximum(T, dep[sel]), jnp.where(is_sh, sh_start + wav + p["shared_latency"],
                                                 jnp.where(is_gl, g_done, T + lat[csel])))
-        upd = go  # every state change below only when an instruction issued
+        upd = go & (c["issued"] < cap)  # every state change below only when an instruction issued
         mio = jnp.where(upd & is_sh, sh_start + wav, c["mio"])
         l1 = jnp.where(upd & is_gl, s1 + o1, c["l1"])
         l2 = jnp.where(upd & is_gl & (miss > 0), e2, c["l2"])
@@ -312,12 +321,12 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
     # issue times of the window; steps that issued nothing hold NaN in the timeline, 0 here (a NaN in an
     # unselected branch of a jnp.where would still poison the gradient)
     times = jnp.where(jnp.isnan(ys[0]), 0.0, ys[0])
-    S = shape.steps
+    S = jnp.minimum(cap, shape.steps)
     finished = (c["qnext"] >= n_queue) & jnp.all(c["slot_tb"] < 0)
     # steady-state extrapolation for queues longer than the window
     h = S // 2
     t_last, t_half = times[S - 1], times[h - 1]
-    rate = (S - h) / jnp.maximum(t_last - t_half, 1e-3)
+    rate = (S - h).astype(jnp.float32) / jnp.maximum(t_last - t_half, 1e-3)
     extra = jnp.maximum(total - c["issued"], 0.0) / rate
     window_end = jnp.where(finished, c["end_t"], t_last + 1.0)
     cycles = jnp.where(finished, c["end_t"], window_end + extra)
@@ -328,10 +337,11 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
             "stall": c["stall"], "warp_cycles": occ, "timeline": ys}
 
 
-def replay_sms(params: dict, k: Kernel, queues, n_queue, share, total, policy, shape: Shape, n_regs: int):
+def replay_sms(params: dict, k: Kernel, queues, n_queue, share, total, policy, shape: Shape, n_regs: int, cap=None):
     """Replay every simulated SM (vmapped over the leading axis of queues [M, Q], n_queue / share / total
-    [M]); policy: 0 loose round-robin, 1 greedy-then-oldest. Returns _replay_sm's dict with a leading M."""
-    f = lambda q, n, sh, to: _replay_sm(params, k, q, n, sh, to, policy, shape, n_regs)  # noqa: E731
+    [M]); policy: 0 loose round-robin, 1 greedy-then-oldest; cap: `_replay_sm`'s. Returns _replay_sm's dict
+    with a leading M."""
+    f = lambda q, n, sh, to: _replay_sm(params, k, q, n, sh, to, policy, shape, n_regs, cap)  # noqa: E731
     return jax.vmap(f)(queues, n_queue, share, total)
 
 
@@ -647,11 +657,44 @@ def _pow2(n: int) -> int:
     return 1 << max(0, int(n - 1).bit_length())
 
 
+def warmup(t: tr.Trace) -> int:
+    """Instructions of the longest traced warp stream up to the end of the second pass through its outermost
+    loop (0 for streams without a loop; the whole stream where that loop runs once). The outermost loop is
+    the stream's backward jump (to a pc at or before the jumping one) over the most instructions."""
+    pcs = np.asarray(t.pcs)
+    if pcs.shape[1] < 2:
+        return 0
+    a, b = pcs[:, :-1], pcs[:, 1:]
+    back = (b >= 0) & (b <= a)
+    span = np.where(back, a - b, -1)
+    j = np.argmax(span, axis=1)
+    rows = np.arange(len(pcs))
+    has = span[rows, j] >= 0
+    edge = back & (a == a[rows, j][:, None]) & (b == b[rows, j][:, None])
+    taken = np.cumsum(edge, axis=1)
+    twice = taken[:, -1] >= 2
+    second = np.argmax(taken >= 2, axis=1) + 2  # instructions up to and including the second jump's target
+    length = np.minimum(np.asarray(t.length), pcs.shape[1])
+    need = np.where(has, np.where(twice, second, length), 0)
+    return int(need.max(initial=0))
+
+
+def window_steps(t: tr.Trace, resident_warps: int, n_sms: int = 1) -> int:
+    """The replay window for a trace: enough steps for every resident warp to issue twice its `warmup`
+    (so that the window's second half, whose rate is extrapolated, is past the first pass through each
+    warp's outermost loop and holds at least one more), a power of two within [WINDOW_MIN, WINDOW_MAX], at
+    most WINDOW_BUDGET over `n_sms` simulated SMs."""
+    need = _pow2(max(2 * resident_warps * warmup(t), 1))
+    cap = max(WINDOW_MIN, min(WINDOW_MAX, _pow2(WINDOW_BUDGET // max(n_sms, 1) + 1) // 2))
+    return int(min(max(need, WINDOW_MIN), cap))
+
+
 def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optional[int] = None,
-         max_steps: int = MAX_STEPS, inner: int = 256, steps: Optional[int] = None) -> Work:
+         max_steps: Optional[int] = None, inner: int = 256, steps: Optional[int] = None) -> Work:
     """Distribute the grid's blocks over the SMs (block i to SM i mod num_sms, as the hardware's first
     dispatch round does) and pick the SMs to replay: every SM with distinct work when each block was
-    traced, else the busiest SM with the traced blocks repeated cyclically."""
+    traced, else the busiest SM with the traced blocks repeated cyclically. The window: `steps`, else at
+    most `max_steps` (default `window_steps`) and the busiest queue's instructions."""
     arch = get_arch(arch)
     G = int(grid_blocks if grid_blocks is not None else t.meta.get("n_ctas", t.n_blocks))
     nt = t.n_blocks
@@ -682,11 +725,13 @@ def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optio
         n_queue[i] = len(q)
         total[i] = per_block[q].sum()
     sms = sms + [-1] * (M - len(uniq))
+    resident = min(blocks_per_sm, int(n_queue.max()))
+    if max_steps is None:
+        max_steps = window_steps(t, resident * t.warps_per_block, len(uniq))
     S = int(steps or min(_pow2(int(total.max())), max_steps))
     inner_ = min(inner, S)
     S = max(S, inner_)
     # warp and block slots: what the resident blocks need (fewer slots, a cheaper replay step)
-    resident = min(blocks_per_sm, int(n_queue.max()))
     ws = max(_pow2(resident * t.warps_per_block), arch.warp_schedulers_per_sm)
     shape = Shape(ws, _pow2(resident), arch.warp_schedulers_per_sm, S, inner_)
     if blocks_per_sm * t.warps_per_block > arch.max_warps_per_sm or blocks_per_sm < 1:
@@ -694,12 +739,6 @@ def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optio
                          f"not fit the {arch.max_warps_per_sm} warp slots of an {arch.name} SM")
     return Work(kernel_arrays(t, resident), qa, n_queue, np.full(M, 1.0 / n_sm_used, np.float32), total, shape, _pow2(max(t.n_regs, 32)), np.asarray(sms),
                 blocks_per_sm)
-
-
-def with_window(work: Work, max_steps: int) -> Work:
-    """The same work replayed over at most `max_steps` steps (longer queues are extrapolated)."""
-    S = min(work.shape.steps, max_steps)
-    return dataclasses.replace(work, shape=dataclasses.replace(work.shape, steps=S, inner=min(work.shape.inner, S)))
 
 
 def fast_steps(work: Work, slack: Optional[float] = None) -> int:
@@ -745,18 +784,20 @@ def run(work: Work, params: dict, policy: str = "gto", replay: str = "exact") ->
     return globals()["replay"](*args, shape=work.shape, n_regs=work.n_regs)
 
 
-def _covering(replay_with, steps: int, cap: int, total):
+def _covering(replay_with, steps: int, most: int, total, cap=None):
     """A fast replay (replay_with(steps)) whose steps cover its window: where an SM neither finished nor
-    issued the window's `cap` instructions within `steps`, again with twice the steps (at most cap), so
-    that both replays extrapolate from the same window. Returns (output, steps)."""
+    issued the window's `cap` instructions (default `most`; an array broadcast against `total`) within
+    `steps`, again with twice the steps (at most `most`), so that both replays extrapolate from the same
+    window. Returns (output, steps)."""
+    cap = most if cap is None else np.asarray(cap)
     while True:
         out = replay_with(steps)
         if isinstance(out["issued"], jax.core.Tracer):  # under jax.grad / jit: the steps as estimated
             return out, steps
         short = ~np.asarray(out["finished"]) & (np.asarray(out["issued"]) < np.minimum(cap, np.asarray(total)))
-        if steps >= cap or not short.any():
+        if steps >= most or not short.any():
             return out, steps
-        steps = min(2 * steps, cap)
+        steps = min(2 * steps, most)
 
 
 def _pad_to(a, shape, value):
@@ -769,8 +810,9 @@ _PAD = {"pcs": -1, "dst": -1, "src": -1, "cls": tr.ALU}
 
 def stack(works: list) -> tuple:
     """Works padded to one replay shape and stacked on a leading batch axis [B, ...]: (shape, n_regs, kernel
-    arrays, queues, n_queue, share, total). Padding never issues: padded warps and SMs have empty streams
-    and queues, padded register slots are never read."""
+    arrays, queues, n_queue, share, total, caps: each work's window [B]). Padding never issues: padded warps
+    and SMs have empty streams and queues, padded register slots are never read, and a work's replay stops
+    at its own window."""
     shape = Shape(max(w.shape.warp_slots for w in works), max(w.shape.block_slots for w in works),
                   works[0].shape.schedulers, max(w.shape.steps for w in works), max(w.shape.inner for w in works))
     kern = {}
@@ -784,35 +826,35 @@ def stack(works: list) -> tuple:
             jnp.asarray(np.stack([_pad_to(w.queues, (M, Q), -1) for w in works])),
             jnp.asarray(np.stack([_pad_to(w.n_queue, (M,), 0) for w in works])),
             jnp.asarray(np.stack([_pad_to(w.share, (M,), 1.0) for w in works])),
-            jnp.asarray(np.stack([_pad_to(w.total, (M,), 0.0) for w in works])))
+            jnp.asarray(np.stack([_pad_to(w.total, (M,), 0.0) for w in works])),
+            jnp.asarray([w.shape.steps for w in works], jnp.int32))
 
 
 @functools.partial(jax.jit, static_argnames=("shape", "n_regs"))
-def _replay_batch(params, kern, queues, n_queue, share, total, policy, shape: Shape, n_regs: int):
-    f = lambda k, q, n, sh, to: replay_sms(params, k, q, n, sh, to, policy, shape, n_regs)  # noqa: E731
-    return jax.vmap(f)(kern, queues, n_queue, share, total)
+def _replay_batch(params, kern, queues, n_queue, share, total, policy, caps, shape: Shape, n_regs: int):
+    f = lambda k, q, n, sh, to, cap: replay_sms(params, k, q, n, sh, to, policy, shape, n_regs, cap)  # noqa: E731
+    return jax.vmap(f)(kern, queues, n_queue, share, total, caps)
 
 
 @functools.partial(jax.jit, static_argnames=("shape", "n_regs"))
-def _replay_batch_fast(params, kern, queues, n_queue, share, total, policy, cap, shape: Shape, n_regs: int):
-    f = lambda k, q, n, sh, to: replay_sms_fast(params, k, q, n, sh, to, policy, cap, shape, n_regs)  # noqa: E731
-    return jax.vmap(f)(kern, queues, n_queue, share, total)
+def _replay_batch_fast(params, kern, queues, n_queue, share, total, policy, caps, shape: Shape, n_regs: int):
+    f = lambda k, q, n, sh, to, cap: replay_sms_fast(params, k, q, n, sh, to, policy, cap, shape, n_regs)  # noqa: E731
+    return jax.vmap(f)(kern, queues, n_queue, share, total, caps)
 
 
 def stacked_replay(works: list, params: dict, policy, replay: str = "exact", stacked=None, with_steps: bool = False):
     """The per-SM results [B, M, ...] of works stacked by `stack` (pass `stacked` to reuse a stacking):
     one vmapped replay, exact or fast (its steps: the most any of the works needs, `fast_steps`, doubled
-    until they cover the window). with_steps: (results, the replay's steps)."""
-    shape, n_regs, kern, queues, n_queue, share, total = stacked or stack(works)
+    until they cover the windows), each work's window its own. with_steps: (results, the replay's steps)."""
+    shape, n_regs, kern, queues, n_queue, share, total, caps = stacked or stack(works)
     if replay == "fast":
-        steps = min(shape.steps, max(
-            fast_steps(dataclasses.replace(w, shape=dataclasses.replace(w.shape, steps=shape.steps, inner=shape.inner)))
-            for w in works))
+        steps = min(shape.steps, max(fast_steps(dataclasses.replace(w, shape=dataclasses.replace(
+            w.shape, inner=shape.inner))) for w in works))
         out, steps = _covering(lambda st: _replay_batch_fast(
-            params, kern, queues, n_queue, share, total, policy, jnp.int32(shape.steps),
-            shape=dataclasses.replace(shape, steps=st), n_regs=n_regs), steps, shape.steps, total)
+            params, kern, queues, n_queue, share, total, policy, caps,
+            shape=dataclasses.replace(shape, steps=st), n_regs=n_regs), steps, shape.steps, total, caps[:, None])
         return (out, steps) if with_steps else out
-    out = _replay_batch(params, kern, queues, n_queue, share, total, policy, shape=shape, n_regs=n_regs)
+    out = _replay_batch(params, kern, queues, n_queue, share, total, policy, caps, shape=shape, n_regs=n_regs)
     return (out, shape.steps) if with_steps else out
 
 
@@ -823,10 +865,10 @@ def run_many(works: list, params: dict, policy: str = "gto", replay: str = "exac
     _check_replay(replay)
     pol = jnp.int32(POLICIES.index(policy))
     res = [None] * len(works)
-    by_window = {}  # the window (steps) sets the extrapolation: only works of one window share a replay
+    by_chunk = {}  # works of several windows share a replay (each stops at its own), one of each chunk size
     for i, w in enumerate(works):
-        by_window.setdefault((w.shape.steps, w.shape.inner), []).append(i)
-    for idx in by_window.values():
+        by_chunk.setdefault(w.shape.inner, []).append(i)
+    for idx in by_chunk.values():
         out = stacked_replay([works[i] for i in idx], params, pol, replay)
         for b, i in enumerate(idx):
             M, WS = works[i].queues.shape[0], works[i].shape.warp_slots
@@ -876,7 +918,7 @@ def summarize(work: Work, out: dict, params: dict, arch: "Arch | str") -> dict:
 
 
 def predict(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, params: Optional[dict] = None,
-            policy: str = "gto", grid_blocks: Optional[int] = None, max_steps: int = MAX_STEPS,
+            policy: str = "gto", grid_blocks: Optional[int] = None, max_steps: Optional[int] = None,
             steps: Optional[int] = None, replay: str = "exact"):
     """Plan, replay (`run`'s replay: exact or fast) and summarize one traced kernel: (stats, work, raw
     per-SM output)."""
