@@ -207,6 +207,18 @@ def timings(arch: str = "h200") -> dict[tuple[str, int], dict]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def ladder_ncu(arch: str = "h200") -> dict[tuple[str, int], dict[str, float]]:
+    """(rung, size) -> {metric: value} of the GEMM ladder at its timed sizes under Nsight Compute
+    (`ladder_ncu/ladder_ncu.csv`, `jaxsimt/kernels/cuda/ladder_ncu_h200.py`): duration (ns), the busiest SM's
+    active cycles, the SM clock (Hz), warp instructions issued, achieved occupancy and the stall reasons per
+    issued instruction."""
+    out: dict = {}
+    for r in _csv(arch, "ladder_ncu/ladder_ncu.csv"):
+        out.setdefault((r["rung"], int(r["size"])), {})[r["metric"]] = float(r["value"])
+    return out
+
+
 def kernels_of(program: str, arch: str = "h200") -> list[str]:
     """Kernel names of one program (micro_shared, micro_global, micro_divergence, gemm_ladder)."""
     return [k for k, v in ncu_kernels(arch).items() if v.program == program]
