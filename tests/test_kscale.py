@@ -42,7 +42,7 @@ def test_extrapolated_trace_replays_as_the_trace_at_that_k(name):
     R = int(ladder.counters_row(rung, 64, 64, 64, "h200")["stats"]["active_blocks_per_sm"])
     full, _ = ladder.trace_rung(rung, M, N, K, "h200", R, stream_k=K)
     ext, _ = ladder.trace_rung(rung, M, N, K, "h200", R)
-    assert ext.meta["stream_k"] == kscale.K2 and "stream_k" not in full.meta
+    assert ext.meta["stream_k"] == ladder.STREAM_K and "stream_k" not in full.meta
     np.testing.assert_array_equal(ext.length, full.length[:len(ext.length)])
     n = ext.meta["stream_length"]
     for w in range(len(n)):  # the shared prefix is the full stream's
