@@ -70,27 +70,35 @@ def problem(cp, name: str, n: int, seed: int):
     return A, B, C
 
 
-def launches(cubin: str, profiled: bool) -> None:
+def warmed(cp, mod, name: str, n: int):
+    """A rung at n^3 on fresh random inputs, launched once (warm-up): (launch again, its output C)."""
+    import numpy as np
+    entry, grid, block = RUNGS[name]
+    f = mod.get_function(entry)
+    A, B, C = problem(cp, name, n, n)
+    args = (A, B, C, np.int32(n), np.int32(n), np.int32(n))
+
+    def go():
+        f(grid(n), block, args)
+
+    go()
+    cp.cuda.runtime.deviceSynchronize()
+    return go, C
+
+
+def launches(cubin: str) -> None:
     """One warm-up and one profiled launch of every rung at every size (the profiler on around the latter)."""
     import cupy as cp
-    import numpy as np
     mod = cp.RawModule(path=cubin)
     for n in SIZES:
-        for name, (entry, grid, block) in RUNGS.items():
-            f = mod.get_function(entry)
-            A, B, C = problem(cp, name, n, n)
-            args = (A, B, C, np.int32(n), np.int32(n), np.int32(n))
-            f(grid(n), block, args)
+        for name in RUNGS:
+            go, C = warmed(cp, mod, name, n)
+            cp.cuda.runtime.profilerStart()
+            go()
             cp.cuda.runtime.deviceSynchronize()
-            if profiled:
-                cp.cuda.runtime.profilerStart()
-            f(grid(n), block, args)
-            cp.cuda.runtime.deviceSynchronize()
-            if profiled:
-                cp.cuda.runtime.profilerStop()
+            cp.cuda.runtime.profilerStop()
             if not bool(cp.isfinite(C).all()):
                 raise SystemExit(f"{name}@{n}: output not fully written")
-            del A, B, C
 
 
 def clock_under_load(cubin: str, log) -> dict:
@@ -116,22 +124,17 @@ def clock_under_load(cubin: str, log) -> dict:
     mod = cp.RawModule(path=cubin)
     out, n = {}, 4096
     e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-    for name, (entry, grid, block) in RUNGS.items():
-        f = mod.get_function(entry)
-        A, B, C = problem(cp, name, n, n)
-        args = (A, B, C, np.int32(n), np.int32(n), np.int32(n))
-        f(grid(n), block, args)
-        cp.cuda.runtime.deviceSynchronize()
+    for name in RUNGS:
+        go, _ = warmed(cp, mod, name, n)
         t0 = time.time()
         ms = []
         for _ in range(5):
             e0.record()
-            f(grid(n), block, args)
+            go()
             e1.record()
             e1.synchronize()
             ms.append(cp.cuda.get_elapsed_time(e0, e1))
         out[name] = {"median_ms": float(np.median(ms)), "ms": ms, "t0": t0, "t1": time.time()}
-        del A, B, C
     time.sleep(0.5)
     stop.set()
     th.join(timeout=5)
@@ -149,7 +152,7 @@ def main(argv=None) -> int:
     ap.add_argument("--launch", default="", help="(under ncu) the cubin whose rungs to launch")
     a = ap.parse_args(argv)
     if a.launch:
-        launches(a.launch, profiled=True)
+        launches(a.launch)
         return 0
     os.makedirs(a.out, exist_ok=True)
     log = open(os.path.join(a.out, "ladder_ncu.log"), "w")
