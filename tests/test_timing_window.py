@@ -120,10 +120,10 @@ def test_the_sized_window_is_steady_where_the_shortest_window_is_not():
     n = 1024
     for name in ("coarsened", "smem_tiled"):
         R = int(ladder.analyse(by[name], n, n, n, "h200")["stats"]["active_blocks_per_sm"])
-        _, w, out = ladder._replay(by[name], n, n, n, "h200", R, p)
+        _, w, out = ladder.replay_rung(by[name], n, n, n, "h200", R, p)
         sized = float(np.max(out["cycles"]))
-        _, _, out2 = ladder._replay(by[name], n, n, n, "h200", R, p, max_steps=2 * w.shape.steps)
+        _, _, out2 = ladder.replay_rung(by[name], n, n, n, "h200", R, p, max_steps=2 * w.shape.steps)
         assert float(np.max(out2["cycles"])) == pytest.approx(sized, rel=0.05), name
         if name == "coarsened":
-            _, _, short = ladder._replay(by[name], n, n, n, "h200", R, p, max_steps=tm.WINDOW_MIN)
+            _, _, short = ladder.replay_rung(by[name], n, n, n, "h200", R, p, max_steps=tm.WINDOW_MIN)
             assert abs(float(np.max(short["cycles"])) / sized - 1) > 0.2

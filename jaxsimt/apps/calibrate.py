@@ -131,7 +131,7 @@ def ladder_samples(sizes=LADDER_TRAIN_SIZES + LADDER_HELD_OUT_SIZES, arch: str =
             a = ladder.analyse(rung, n, n, n, arch)
             R = int(a["stats"]["active_blocks_per_sm"])
             # streams long enough for the window with the committed parameters
-            _, work, _ = ladder._replay(rung, n, n, n, arch, R, timing.params_of(arch), max_steps=max_steps)
+            _, work, _ = ladder.replay_rung(rung, n, n, n, arch, R, timing.params_of(arch), max_steps=max_steps)
             out.append(Sample(rung.name, "ladder", n, _split("ladder", n), work, cycles, ms))
     return out
 

@@ -177,7 +177,7 @@ def analyse_all(todo: list, M: int, N: int, K: int, arch: str, timing: bool = Fa
         outs = tm.run_many([w for _, w in traced], params)
         for r, row, (t, w), out in zip(todo, rows, traced, outs):
             if not kscale.window_within(t, out):  # rare: the window outran the short streams
-                t, w, out = _replay(r, M, N, K, arch, int(row["stats"]["active_blocks_per_sm"]), params,
+                t, w, out = replay_rung(r, M, N, K, arch, int(row["stats"]["active_blocks_per_sm"]), params,
                                     stream_k=4 * t.meta["stream_k"])
             with_timing(row, tm.summarize(w, out, params, arch))
             if keep_replays:
@@ -269,15 +269,15 @@ def trace_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_s
             r2 = dataclasses.replace(r2, per_instruction=kscale.rows_at(r1.per_instruction, r2.per_instruction,
                                                                         kscale.K1, k2, K))
             # the memory fractions from the counts at K (what a trace at K computes)
-            t2 = tr.from_launch(r2, footprint_bytes_per_block=footprint(K), dram_bytes=dram, max_len=timing.MAX_STEPS)
+            t2 = tr.from_launch(r2, footprint_bytes_per_block=footprint(K), dram_bytes=dram, max_len=timing.WINDOW_MAX)
             t1 = tr.from_launch(r1, footprint_bytes_per_block=footprint(kscale.K1), dram_bytes=dram,
-                                max_len=timing.MAX_STEPS)
+                                max_len=timing.WINDOW_MAX)
             t = kscale.trace_at(t1, t2, kscale.K1, k2, K)
         except kscale.NotAffine:
             return trace_rung(rung, M, N, K, arch, blocks_per_sm, source, stream_k=K)
     else:
         r, n_ctas = _traced_launch(rung, M, N, K, arch, blocks_per_sm, source, _trace_steps(K))
-        t = tr.from_launch(r, footprint_bytes_per_block=footprint(K), dram_bytes=dram, max_len=timing.MAX_STEPS)
+        t = tr.from_launch(r, footprint_bytes_per_block=footprint(K), dram_bytes=dram, max_len=timing.WINDOW_MAX)
     t.meta["n_ctas"] = n_ctas
     t.meta["source"] = source
     return t, n_ctas
@@ -305,8 +305,8 @@ def gemm_stats(rung: LadderRung, M: int, N: int, K: int, arch: str):
     return at(K)
 
 
-def _replay(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, params, policy: str = "gto",
-            stream_k: "int | None" = None, max_steps: "int | None" = None):
+def replay_rung(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm: int, params, policy: str = "gto",
+                stream_k: "int | None" = None, max_steps: "int | None" = None):
     """(trace, work, output) of one rung's replay, its streams traced long enough for the replay's window
     (`kscale.window_within`: stream_k x 4 until it holds, or the real K)."""
     from jaxsimt.timing import kscale
@@ -328,7 +328,7 @@ def timing_of(rung: LadderRung, M: int, N: int, K: int, arch: str, blocks_per_sm
     from jaxsimt.timing import replay as timing
 
     params = params if params is not None else timing.params_of(arch)
-    t, work, out = _replay(rung, M, N, K, arch, blocks_per_sm, params, policy)
+    t, work, out = replay_rung(rung, M, N, K, arch, blocks_per_sm, params, policy)
     return timing.summarize(work, out, params, arch)
 
 

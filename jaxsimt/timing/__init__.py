@@ -2,6 +2,6 @@
 roofline model (`cost`), exact large-K extrapolation of a GEMM's trace (`kscale`) and the Perfetto timeline
 (`timeline`). The replay's public functions are re-exported here (`jaxsimt.timing.predict`, ...)."""
 from jaxsimt.timing.replay import (  # noqa: F401
-    MAX_STEPS, REPLAYS, Work, kernel_cycles, params_of, plan, plot_timeline, predict, predicted_ms, run, run_many,
-    starting_params, summarize, traced_blocks,
+    REPLAYS, WINDOW_MAX, WINDOW_MIN, Work, kernel_cycles, params_of, plan, plot_timeline, predict, predicted_ms,
+    run, run_many, starting_params, summarize, traced_blocks, warmup, window_steps,
 )

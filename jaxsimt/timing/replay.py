@@ -62,7 +62,6 @@ CHECKPOINT = True
 WINDOW_MIN = 8192
 WINDOW_MAX = 65536
 WINDOW_BUDGET = 1 << 21
-MAX_STEPS = WINDOW_MAX  # the longest window: no replay issues more instructions of one warp than this
 
 
 def params_of(arch: "Arch | str") -> dict:
