@@ -67,6 +67,11 @@ class Instr:
                 return v
         return default
 
+    def with_attrs(self, **attrs) -> "Instr":
+        """This instruction with `attrs` added (or replaced)."""
+        merged = dict(self.attrs, **attrs)
+        return replace(self, attrs=tuple(sorted(merged.items(), key=lambda kv: kv[0])))
+
     @property
     def operation(self) -> "Instr":
         """The instruction that does the work: the inner one of a predicated wrapper (PTX `@%p op`,

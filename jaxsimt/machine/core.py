@@ -35,7 +35,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxsimt import errors, exact
-from jaxsimt.units import barriers, generic, isa, lsu, memcounts, rocache, stack
+from jaxsimt.units import barriers, fp32, generic, isa, lsu, memcounts, rocache, stack
 from jaxsimt.machine import memstage, sanitizer, splats, templates
 from jaxsimt import types as T
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Program, Reg, Terminator, merge_straight,
@@ -226,6 +226,7 @@ class _Exec:
         # gather here as (memcounts.Shape, pc, addr [W, L], lanes [W, L], bytes per lane); else each is counted
         # where it runs
         self.records = [] if records else None
+        self.ftz = False  # the running instruction's .ftz: f32 operands and results flushed where subnormal
 
     def data(self):
         return (tuple(self.regs), self.gmem, self.smem, self.lmem, self.mem, self.fault, self.cache, self.findings,
@@ -234,7 +235,12 @@ class _Exec:
     # -- operands --
     def read(self, op, dtype: Optional[T.DType] = None):
         """An operand as `dtype`: registers of another type of the same width are reinterpreted
-        bit for bit (PTX's untyped .bN registers), of another width truncated/zero-extended."""
+        bit for bit (PTX's untyped .bN registers), of another width truncated/zero-extended; under .ftz an
+        f32 subnormal reads as a zero of its sign."""
+        v = self._read(op, dtype)
+        return fp32.flush(v) if self.ftz and v.dtype == jnp.float32 else v
+
+    def _read(self, op, dtype: Optional[T.DType] = None):
         if isinstance(op, Imm):
             dt = dtype or op.dtype
             return jnp.asarray(op.value, dt.np_dtype)
@@ -257,6 +263,11 @@ class _Exec:
         return jnp.broadcast_to(value, self.active.shape)
 
     def write(self, reg: Reg, value):
+        """Write `value` to `reg` in the active lanes (under .ftz, f32 subnormals as zeros of their sign)."""
+        value = jnp.asarray(value)
+        self._write(reg, fp32.flush(value) if self.ftz and value.dtype == jnp.float32 else value)
+
+    def _write(self, reg: Reg, value):
         value = self.as_lanes(reg, value)
         slot = self.m.slot.get(reg.index)
         if slot is None:
@@ -354,7 +365,11 @@ class _Exec:
         op = isa.spec(ins)
         if op.run is None:
             raise NotImplementedError(f"terminator {ins.op!r} ({ins.loc}) inside a block")
-        op.run(self, ins, pc)
+        outer, self.ftz = self.ftz, bool(ins.attr("ftz", False))
+        try:
+            op.run(self, ins, pc)
+        finally:
+            self.ftz = outer
 
     def param(self, index: int):
         """A kernel parameter's value: an array argument's base address (u64) or a scalar."""
@@ -547,9 +562,9 @@ class _TemplateExec(_Exec):
     def _placeholder(self, op):
         return isinstance(op, Reg) and op.index <= templates.PLACEHOLDER
 
-    def read(self, op, dtype: Optional[T.DType] = None):
+    def _read(self, op, dtype: Optional[T.DType] = None):
         if not self._placeholder(op):
-            return super().read(op, dtype)
+            return super()._read(op, dtype)
         k = templates.PLACEHOLDER - op.index
         if self.kinds[k] != "reg":  # an immediate, converted to the dtype asked for as the compiled tier does
             dt = dtype or op.dtype
@@ -562,9 +577,9 @@ class _TemplateExec(_Exec):
             v = reinterpret(v, op.dtype, dtype)
         return v
 
-    def write(self, reg: Reg, value):
+    def _write(self, reg: Reg, value):
         if not self._placeholder(reg):
-            return super().write(reg, value)
+            return super()._write(reg, value)
         value = self.as_lanes(reg, value)
         f, row = self.m.file_of[reg.dtype.np_dtype], self.rows[templates.PLACEHOLDER - reg.index]
         self.put(f, row, jnp.where(self.active, value, self.row(f, row)))

@@ -234,19 +234,21 @@ def _fma(mul, reader, k, a, b, temp) -> list:
     c = add.src[1 - k]
     t = T.BY_NAME[mul.attr("type")]
     out = []
+    # FFMA.FTZ where both halves flush (.ftz: fast-math code has it on every f32 instruction)
+    attrs = (("ftz", True),) if mul.attr("ftz") and add.attr("ftz") else ()
 
     def neg(x):
         if isinstance(x, Imm):
             return Imm(-x.value, x.dtype)
         r = temp(t)
-        out.append(Instr("neg", (r,), (x,), (("type", t.name),), add.loc))
+        out.append(Instr("neg", (r,), (x,), attrs + (("type", t.name),), add.loc))
         return r
 
     if add.op == "sub" and k == 0:  # a*b - c
         c = neg(c)
     elif add.op == "sub":  # c - a*b
         a = neg(a)
-    out.append(Instr("fma", add.dst, (a, b, c), (("type", t.name),), add.loc))
+    out.append(Instr("fma", add.dst, (a, b, c), attrs + (("type", t.name),), add.loc))
     if reader.op != "ptx.guard":
         return out
     p, negate = reader.src[0], reader.attr("negate")

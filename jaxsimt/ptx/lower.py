@@ -447,6 +447,8 @@ class _Lowerer:
         start = len(self.blocks[-1][1])
         blk = self.blocks[-1]
         self.lower_op(ins, ctx, loc)
+        if "ftz" in ins.modifiers:  # f32 operands and results flushed to zero where subnormal (core.Exec.run)
+            blk[1][start:] = [i.with_attrs(ftz=True) for i in blk[1][start:]]
         if ins.pred is not None:
             if self.blocks[-1] is not blk:
                 self.fail(ins, "predicated instruction that ends a block")

@@ -3,7 +3,8 @@
 Every function takes operand arrays (any common shape, e.g. [warps, lanes], or scalars that broadcast)
 already in the instruction's type and returns the result array. Floating point is explicit: `mul` then
 `add` round twice and `fma` rounds once, whatever XLA's fusion does (see `guard`), and `fma` is computed
-exactly in f64 with round-to-odd so the final rounding to f32/f16/bf16 is correct.
+exactly in f64 with round-to-odd so the final rounding to f32/f16/bf16 is correct. f32 keeps subnormals on
+every backend (`fp32`: XLA:CPU would flush them).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 from jax import lax
 
 from jaxsimt import types as T
+from jaxsimt.units import fp32
 from jaxsimt.types import DType
 
 _BITS_UINT = {16: jnp.uint16, 32: jnp.uint32, 64: jnp.uint64}
@@ -77,9 +79,20 @@ def fma(a, b, c, dtype: DType, zero=None):
         if zero is None:
             return a * b + c
         return _fma_f64(a, b, c, zero)
-    a64, b64, c64 = (x.astype(jnp.float64) for x in (a, b, c))
+    a64, b64, c64 = (to_f64(x) for x in (a, b, c))
     p = a64 * b64  # exact: 2 x 24 significant bits fit in 53
-    return _round_to_odd_f64(p, c64).astype(dtype.np_dtype)
+    return from_f64(_round_to_odd_f64(p, c64), dtype.np_dtype)
+
+
+def to_f64(x):
+    """Float values as f64, exactly (f32 subnormals included)."""
+    x = jnp.asarray(x)
+    return fp32.widen(x) if x.dtype == jnp.float32 else x.astype(jnp.float64)
+
+
+def from_f64(y, dtype):
+    """f64 values rounded to nearest in float `dtype` (f32 subnormal results included)."""
+    return fp32.narrow(y) if np.dtype(dtype) == np.float32 else y.astype(dtype)
 
 
 def _shift_amount(b, bits):
@@ -111,7 +124,7 @@ def fdiv(a, b, zero):
     if _narrow_float(b.dtype):
         # XLA:GPU divides f32 approximately (up to 2 ulp); the f64 quotient rounded once to f32 (or f16,
         # bf16) is the correctly rounded one (53 >= 2 x 24 + 2 bits), on every backend
-        return fdiv(a.astype(jnp.float64), b.astype(jnp.float64), zero).astype(b.dtype)
+        return from_f64(fdiv(to_f64(a), to_f64(b), zero), b.dtype)
     shape = jnp.broadcast_shapes(a.shape, b.shape)
     if not shape:
         return a / b
@@ -129,7 +142,7 @@ def fsqrt(a):
     """Correctly rounded square root: through f64 for narrower floats (XLA:GPU's f32 sqrt is off by up to
     1 ulp; the f64 root rounded once is exact, as for division)."""
     a = jnp.asarray(a)
-    return jnp.sqrt(a.astype(jnp.float64)).astype(a.dtype) if _narrow_float(a.dtype) else jnp.sqrt(a)
+    return from_f64(jnp.sqrt(to_f64(a)), a.dtype) if _narrow_float(a.dtype) else jnp.sqrt(a)
 
 
 def frcp(a, zero):
@@ -155,10 +168,14 @@ def rem(a, b, dtype: DType):
 
 
 def fmin(a, b, dtype: DType):
+    if dtype == T.f32:
+        return fp32.fmin(a, b)
     return jnp.fmin(a, b) if dtype.is_float else jnp.minimum(a, b)
 
 
 def fmax(a, b, dtype: DType):
+    if dtype == T.f32:
+        return fp32.fmax(a, b)
     return jnp.fmax(a, b) if dtype.is_float else jnp.maximum(a, b)
 
 
@@ -185,6 +202,8 @@ def setp(a, b, cmp: str, dtype: DType):
     if cmp == "nan":
         return nan
     base, unordered = _CMP[cmp]
+    if dtype == T.f32:
+        a, b = fp32.widen(a), fp32.widen(b)  # by value: subnormals are not zero
     r = _CMP_FN[base](a, b)
     return (r | nan) if unordered else (r & ~nan)
 
@@ -198,10 +217,14 @@ def cvt(a, src: DType, dst: DType):
         return a.astype(dst.np_dtype)
     if src.is_float and dst.is_int:
         info = np.iinfo(dst.np_dtype)
-        t = jnp.trunc(a.astype(jnp.float64))
+        t = jnp.trunc(to_f64(a))
         t = jnp.clip(t, float(info.min), float(info.max))
         t = jnp.where(jnp.isnan(t), 0.0, t)
         return t.astype(dst.np_dtype)
+    if src == T.f32 and dst == T.f64:
+        return fp32.widen(a)
+    if src == T.f64 and dst == T.f32:
+        return fp32.narrow(a)
     return a.astype(dst.np_dtype)
 
 
@@ -215,6 +238,10 @@ def execute(op: str, ins, args, dtype: DType, zero):
     """Result of ALU instruction `op` on operand arrays `args` (all of type `dtype`)."""
     if op == "mov":
         return args[0]
+    if dtype == T.f32 and op in ("add", "sub", "mul", "mad"):
+        if op == "mad":  # the product rounded, then the sum
+            return fp32.add(fp32.mul(args[0], args[1]), args[2])
+        return {"add": fp32.add, "sub": fp32.sub, "mul": fp32.mul}[op](args[0], args[1])
     if op == "add":
         return args[0] + args[1]
     if op == "sub":

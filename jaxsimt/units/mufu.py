@@ -33,6 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxsimt.units import fp32
+
 DATA_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 DATA = os.path.join(DATA_ROOT, "h200", "mufu")  # the H200's tables (`Arch.sfu_tables`)
 
@@ -301,11 +303,11 @@ def approx(fn: str, x, tab: Tables, ftz: bool):
     if fn == "ex2":
         small = x < jnp.float32(-126.0)
         r = _val(unit(_bits(jnp.where(small, x * jnp.float32(0.5), x)), tab))
-        return jnp.where(small, r * r, r)
+        return jnp.where(small, fp32.mul(r, r), r)  # a subnormal square kept on every backend
     if fn == "rcp":
         big, tiny = jnp.abs(x) > jnp.float32(2.0 ** 126), jnp.abs(x) < FLT_MIN
         s = jnp.where(big, jnp.float32(0.25), jnp.where(tiny, jnp.float32(2.0 ** 24), jnp.float32(1.0)))
-        return s * _val(unit(_bits(jnp.where(tiny, _up24(x), x * s)), tab))
+        return fp32.mul(s, _val(unit(_bits(jnp.where(tiny, _up24(x), x * s)), tab)))
     tiny = jnp.abs(x) < FLT_MIN
     r = _val(unit(_bits(jnp.where(tiny, _up24(x), x)), tab))
     return jnp.where(tiny, _UNSCALE[fn](r), r)
@@ -316,7 +318,7 @@ def div(a, b, tab: Tables, full: bool, ftz: bool):
     ptxas's scaling of both operands by 1/4 where |b| > 2^126 (.full) and by 2^24 where b is denormal (without
     .ftz); .ftz flushes denormal operands and products."""
     a, b = a.astype(jnp.float32), b.astype(jnp.float32)
-    mul = (lambda p, q: _flush(_flush(p) * _flush(q))) if ftz else (lambda p, q: p * q)  # noqa: E731
+    mul = (lambda p, q: _flush(_flush(p) * _flush(q))) if ftz else fp32.mul  # noqa: E731
     if ftz:
         b = _flush(b)
     if full:

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxsimt.units import alu, lsu
+from jaxsimt.units import alu, fp32, lsu
 from jaxsimt import types as T
 
 _U = {8: jnp.uint8, 16: jnp.uint16, 32: jnp.uint32, 64: jnp.uint64}
@@ -290,25 +290,15 @@ def cnot(ex, ins, pc):
 # ------------------------------------------------------------------------------------------ floating point
 
 
-def _next_toward(x, up):
-    """The f32 neighbour of x toward +inf (up) or -inf."""
-    return jnp.nextafter(x, jnp.where(up, jnp.float32(np.inf), jnp.float32(-np.inf)))
-
-
 def round_f64_to(x64, dst: T.DType, mode: str):
     """Round f64 values to f32/f16/bf16 with rounding `mode` (rn, rz, rm, rp)."""
+    if dst == T.f32:
+        return fp32.narrow(x64, mode)
     r = x64.astype(dst.np_dtype)
     if mode in (None, "rn") or dst == T.f64:
         return r
     back = r.astype(jnp.float64)
     fin = ~jnp.isnan(x64)
-    if dst == T.f32:
-        if mode == "rz":
-            fix = fin & (jnp.abs(back) > jnp.abs(x64))
-            return jnp.where(fix, jnp.nextafter(r, jnp.float32(0)), r)
-        if mode == "rm":
-            return jnp.where(fin & (back > x64), _next_toward(r, False), r)
-        return jnp.where(fin & (back < x64), _next_toward(r, True), r)
     # 16-bit floats: step by one in the bit pattern (magnitude), sign-aware
     u = lax.bitcast_convert_type(r, jnp.uint16)
     neg = (u & 0x8000) != 0
@@ -334,7 +324,7 @@ def _exact64(fn, args, zero):
     """f32/f16 op computed in f64 exactly or rounded to odd (so a second rounding is correct); the f64
     quotient of two f32/f16 values is never within an f64 rounding of a value of theirs or a midpoint
     unless it is one, so it rounds correctly again."""
-    a = [x.astype(jnp.float64) for x in args]
+    a = [alu.to_f64(x) for x in args]
     if fn == "add":
         return alu._round_to_odd_f64(a[0], a[1])
     if fn == "sub":
@@ -354,12 +344,12 @@ def _exact64(fn, args, zero):
 
 def _relu(r):
     """.relu: negative results become 0, NaN stays."""
-    return jnp.where(jnp.isnan(r) | (r > 0), r, jnp.zeros_like(r))
+    return jnp.where(jnp.isnan(r) | (alu.to_f64(r) > 0), r, jnp.zeros_like(r))  # by value: subnormals stay
 
 
 def _sat(r):
     """.sat: clamped to [0, 1], NaN becomes 0."""
-    return jnp.where(jnp.isnan(r), jnp.zeros_like(r), jnp.clip(r, 0, 1))
+    return jnp.where(jnp.isnan(r), jnp.zeros_like(r), alu.from_f64(jnp.clip(alu.to_f64(r), 0, 1), r.dtype))
 
 
 def farith(ex, ins, pc):
@@ -385,8 +375,7 @@ def minmax(ex, ins, pc):
     """min/max with .NaN (NaN if either is NaN) and/or .relu."""
     dt = _t(ins)
     a, b = (ex.read(s, dt) for s in ins.src)
-    f = jnp.fmin if ins.attr("fn") == "min" else jnp.fmax
-    r = f(a, b)
+    r = (alu.fmin if ins.attr("fn") == "min" else alu.fmax)(a, b, dt)
     if ins.attr("nan"):
         r = jnp.where(jnp.isnan(a) | jnp.isnan(b), jnp.asarray(np.nan, dt.np_dtype), r)
     if ins.attr("relu"):
@@ -402,8 +391,8 @@ def copysign(ex, ins, pc):
 
 def testp(ex, ins, pc):
     dt = _t(ins)
-    x = ex.read(ins.src[0], dt)
     fi = jnp.finfo(dt.np_dtype)
+    x = alu.to_f64(ex.read(ins.src[0], dt))  # by value: f32 subnormals are not zero
     ax = jnp.abs(x)
     r = {"finite": lambda: jnp.isfinite(x), "infinite": lambda: jnp.isinf(x), "number": lambda: ~jnp.isnan(x),
          "notanumber": lambda: jnp.isnan(x), "normal": lambda: jnp.isfinite(x) & (ax >= fi.tiny),
@@ -431,7 +420,7 @@ def cvt(ex, ins, pc):
         ex.write(ins.dst[0], alu.cvt(x, src, dst))
         return
     if src.is_float and dst.is_int:
-        x64 = x.astype(jnp.float64)
+        x64 = alu.to_f64(x)
         f = {"rni": jnp.round, "rzi": jnp.trunc, "rmi": jnp.floor, "rpi": jnp.ceil, None: jnp.trunc}[rnd]
         r = f(x64)  # jnp.round is half-to-even, as .rni
         info = np.iinfo(dst.np_dtype)
@@ -447,14 +436,14 @@ def cvt(ex, ins, pc):
     if dst.is_float:
         if src.is_float and rnd in ("rni", "rzi", "rmi", "rpi"):
             f = {"rni": jnp.round, "rzi": jnp.trunc, "rmi": jnp.floor, "rpi": jnp.ceil}[rnd]
-            r = f(x.astype(jnp.float64))
+            r = f(alu.to_f64(x))
             r = round_f64_to(r, dst, "rn")
         elif src.is_int and rnd in (None, "rn"):
             r = alu.cvt(x, src, dst)  # one correctly rounded conversion, 64-bit integers included
         elif src.is_int and src.bits == 64 and dst != T.f64:
             r = round_f64_to(alu.cvt(x, src, T.f64), dst, rnd)
         else:
-            x64 = x.astype(jnp.float64) if src.is_float else alu.cvt(x, src, T.f64)
+            x64 = alu.to_f64(x) if src.is_float else alu.cvt(x, src, T.f64)
             r = round_f64_to(x64, dst, rnd)
         if sat:
             r = _sat(r)
