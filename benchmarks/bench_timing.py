@@ -78,7 +78,7 @@ def samples(cache: str, quick: bool, only_cached: bool = False):
         x.split = calibrate._split(x.family, x.size)
         if x.family == "ladder" and x.size != 256:
             x.cycles = lad.get((x.name, x.size), {}).get("sm__cycles_active.max")
-    return s
+    return calibrate.with_repeat_medians(s)  # the micro-kernels' medians of 16 runs (cached samples: one run)
 
 
 def analytical_ladder(rows) -> None:

@@ -57,6 +57,9 @@ class Timing:
     alu_dispatch_cycles: float = 1.0
     shared_cycles_per_wavefront: float = 1.0  # SM-wide shared-memory data pipe
     l1_sectors_per_cycle: float = 4.0  # SM-wide L1TEX tag / data throughput for global sectors
+    # the SM clock of a kernel that issues Tensor Core instructions (the H200 drops to it whatever their share;
+    # 0: clock_ghz)
+    tensor_clock_ghz: float = 0.0
     mio_queue_cycles: float = 16.0  # shared-memory backlog beyond which shared instructions stall (mio_throttle)
     lsu_queue_cycles: float = 64.0  # L1 backlog beyond which global instructions stall (lg_throttle)
     block_launch_cycles: float = 200.0  # from a block slot freeing (or kernel start) to its next block's first issue
@@ -372,7 +375,9 @@ H100 = Arch(
     **_HOPPER_COMMON,
 )
 
-_H200_TIMING = Timing(clock_ghz=1.98, dram_gbytes_per_s=4800.0, **_HOPPER_TIMING)
+# tensor_clock_ghz: Nsight Compute's clock under kernels mixing mma.sync into FFMA loops, 4% to 100% of the tensor
+# pipe busy (jaxsimt/data/h200/tensor_clock/): 1.79-1.80 GHz at all shares, 1.98 GHz without mma
+_H200_TIMING = Timing(clock_ghz=1.98, dram_gbytes_per_s=4800.0, tensor_clock_ghz=1.797, **_HOPPER_TIMING)
 
 # The H200's cycle-level parameters fitted by `jaxsimt.apps.calibrate.fit(..., from_measured=True)` on the training
 # split (micro_shared, micro_divergence, the GEMM ladder at 256^3; ncu cycles), starting from the H200's
@@ -381,29 +386,29 @@ _H200_TIMING = Timing(clock_ghz=1.98, dram_gbytes_per_s=4800.0, **_HOPPER_TIMING
 # and every value beside its measurement in docs/timing.md.
 _H200_FITTED = dataclasses.replace(  # only what the fit moved; the rest stays at the starting values
     _H200_TIMING,
-    alu_latency=2.94119,
-    fma_latency=3.61852,
+    alu_latency=3.02468,
+    fma_latency=3.59834,
     sfu_latency=16.9995,
-    tensor_latency=19.5916,
-    shared_latency=15.4971,
-    l1_latency=47.885,
-    l2_latency=210.781,
-    dram_latency=469.909,
-    l2_bytes_per_cycle=2723.79,
+    tensor_latency=19.5109,
+    shared_latency=15.4763,
+    l1_latency=47.8407,
+    l2_latency=210.711,
+    dram_latency=773.687,
+    l2_bytes_per_cycle=2776.5,
     dram_gbytes_per_s=3888.45,
-    branch_latency=22.4764,
-    barrier_latency=15.0903,
-    alu_issue=1.34751,
-    fp32_issue=0.971184,
+    branch_latency=21.6492,
+    barrier_latency=13.6757,
+    alu_issue=1.08229,
+    fp32_issue=1.01366,
     sfu_issue=8.41307,
-    lsu_issue=2.33369,
-    alu_dispatch_cycles=1.27037,
-    shared_cycles_per_wavefront=1.03814,
-    l1_sectors_per_cycle=1.13556,
-    mio_queue_cycles=16.0402,
-    lsu_queue_cycles=71.6031,
-    block_launch_cycles=576.058,
-    launch_overhead_us=1.46605,
+    lsu_issue=2.08602,
+    alu_dispatch_cycles=0.999427,
+    shared_cycles_per_wavefront=1.0074,
+    l1_sectors_per_cycle=1.13573,
+    mio_queue_cycles=17.769,
+    lsu_queue_cycles=75.8183,
+    block_launch_cycles=579.849,
+    launch_overhead_us=1.43426,
 )
 
 H200 = Arch(

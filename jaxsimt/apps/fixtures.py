@@ -219,6 +219,21 @@ def ladder_ncu(arch: str = "h200") -> dict[tuple[str, int], dict[str, float]]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def micro_repeat(arch: str = "h200", mode: str = "warm") -> dict[str, dict[str, list[float]]]:
+    """kernel -> {metric: [value per repeat]} of the micro-kernels (micro_global, micro_shared,
+    micro_divergence) profiled again and again (`micro_repeat/micro_repeat_<mode>.csv.gz`,
+    `jaxsimt/kernels/cuda/micro_repeat_h200.py`; mode warm: the second of two passes over each program's
+    kernels, cold: a fresh process's only pass)."""
+    import gzip
+
+    text = gzip.decompress(path(arch, f"micro_repeat/micro_repeat_{mode}.csv.gz").read_bytes()).decode()
+    out: dict = {}
+    for r in csv.DictReader(io.StringIO(text)):
+        out.setdefault(r["kernel"], {}).setdefault(r["metric"], []).append(float(r["value"]))
+    return out
+
+
 def kernels_of(program: str, arch: str = "h200") -> list[str]:
     """Kernel names of one program (micro_shared, micro_global, micro_divergence, gemm_ladder)."""
     return [k for k, v in ncu_kernels(arch).items() if v.program == program]

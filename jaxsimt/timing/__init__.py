@@ -3,5 +3,5 @@ roofline model (`cost`), exact large-K extrapolation of a GEMM's trace (`kscale`
 (`timeline`). The replay's public functions are re-exported here (`jaxsimt.timing.predict`, ...)."""
 from jaxsimt.timing.replay import (  # noqa: F401
     REPLAYS, WINDOW_MAX, WINDOW_MIN, Work, kernel_cycles, params_of, plan, plot_timeline, predict, predicted_ms,
-    run, run_many, starting_params, summarize, traced_blocks, warmup, window_steps,
+    run, run_many, starting_params, summarize, traced_blocks, uses_tensor, warmup, window_steps,
 )

@@ -87,6 +87,7 @@ class Shape:
     schedulers: int  # NSCH
     steps: int  # S = outer * inner
     inner: int  # steps per checkpointed chunk
+    sectors_per_wavefront: int = 4  # sectors the L1TEX data stage moves per wavefront (banks x width / sector)
 
 
 Kernel = dict  # per-kernel arrays (a dict pytree): cls/dst/src/requests/sectors/wavefronts/hit_l1/to_dram/flops
@@ -151,7 +152,7 @@ def _sm_start(p: dict, k: Kernel, queue, n_queue, share, shape: Shape, n_regs: i
         j=j, wpb=wpb, R=R, bslot=bslot, wib=wib, valid=j < R * wpb, sched=j % NSCH, rb=rb, lat=lat, issue=issue,
         kind_t=jnp.asarray(_KIND), thr_t=jnp.asarray(_THROTTLE),
         sectors_per_cycle_l2=p["l2_bytes_per_cycle"] * share / 32.0,
-        sectors_per_cycle_dram=p["dram_gbytes_per_s"] / p["clock_ghz"] * share / 32.0,
+        sectors_per_cycle_dram=p["dram_gbytes_per_s"] / _clock(p, k) * share / 32.0,
         t0=t0, disp_dt=disp_dt, slot_tb=slot_tb, start0=start0, f0=f0)
     carry = dict(
         t_sched=jnp.zeros(NSCH, jnp.float32), last=jnp.full(NSCH, -1, jnp.int32),
@@ -238,7 +239,10 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         complete = jnp.where(fold, jnp.maximum(T, dep[sel]), jnp.where(is_sh, sh_start + wav + p["shared_latency"],
                                                 jnp.where(is_gl, g_done, T + lat[csel])))
         upd = go & (c["issued"] < cap)  # every state change below only when an instruction issued
-        mio = jnp.where(upd & is_sh, sh_start + wav, c["mio"])
+        # a global access's sectors pass the L1TEX data stage, the shared pipe, after its tag stage
+        gwav = jnp.maximum(req, sec / shape.sectors_per_wavefront) * p["shared_cycles_per_wavefront"]
+        mio = jnp.where(upd & is_sh, sh_start + wav,
+                        jnp.where(upd & is_gl, jnp.maximum(c["mio"], s1) + gwav, c["mio"]))
         l1 = jnp.where(upd & is_gl, s1 + o1, c["l1"])
         l2 = jnp.where(upd & is_gl & (miss > 0), e2, c["l2"])
         dram = jnp.where(upd & is_gl & (dsec > 0), e3, c["dram"])
@@ -455,6 +459,7 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
         sec, req = k["sectors"][pcsel], k["requests"][pcsel]
         hit_l1, todr = k["hit_l1"][pcsel], k["to_dram"][pcsel]
         o1 = jnp.maximum(req, sec / p["l1_sectors_per_cycle"])
+        gwav = jnp.maximum(req, sec / shape.sectors_per_wavefront) * p["shared_cycles_per_wavefront"]
         miss = sec * (1.0 - hit_l1)
         dsec = miss * todr
         glat = (p["l1_latency"] + (1.0 - hit_l1) * (p["l2_latency"] - p["l1_latency"])
@@ -480,7 +485,7 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
             comp.append(jnp.where(fold[i], jnp.maximum(Ti, dep[i]),
                                   jnp.where(is_sh[i], sh_start + wav[i] + p["shared_latency"],
                                             jnp.where(is_gl[i], g_done, Ti + lat[csel[i]]))))
-            mio = jnp.where(gi & is_sh[i], sh_start + wav[i], mio)
+            mio = jnp.where(gi & is_sh[i], sh_start + wav[i], jnp.where(gi & is_gl[i], jnp.maximum(mio, s1) + gwav[i], mio))
             l1 = jnp.where(gi & is_gl[i], s1 + o1[i], l1)
             l2 = jnp.where(gi & is_gl[i] & (miss[i] > 0), e2, l2)
             dram = jnp.where(gi & is_gl[i] & (dsec[i] > 0), e3, dram)
@@ -732,7 +737,8 @@ def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optio
     S = max(S, inner_)
     # warp and block slots: what the resident blocks need (fewer slots, a cheaper replay step)
     ws = max(_pow2(resident * t.warps_per_block), arch.warp_schedulers_per_sm)
-    shape = Shape(ws, _pow2(resident), arch.warp_schedulers_per_sm, S, inner_)
+    shape = Shape(ws, _pow2(resident), arch.warp_schedulers_per_sm, S, inner_,
+                  arch.shared_banks * arch.bank_width // arch.sector_size)
     if blocks_per_sm * t.warps_per_block > arch.max_warps_per_sm or blocks_per_sm < 1:
         raise ValueError(f"kernel {t.program.name}: {blocks_per_sm} resident blocks of {t.warps_per_block} warps do "
                          f"not fit the {arch.max_warps_per_sm} warp slots of an {arch.name} SM")
@@ -813,7 +819,8 @@ def stack(works: list) -> tuple:
     and SMs have empty streams and queues, padded register slots are never read, and a work's replay stops
     at its own window."""
     shape = Shape(max(w.shape.warp_slots for w in works), max(w.shape.block_slots for w in works),
-                  works[0].shape.schedulers, max(w.shape.steps for w in works), max(w.shape.inner for w in works))
+                  works[0].shape.schedulers, max(w.shape.steps for w in works), max(w.shape.inner for w in works),
+                  works[0].shape.sectors_per_wavefront)
     kern = {}
     for key in works[0].kernel:
         arrs = [np.asarray(w.kernel[key]) for w in works]
@@ -890,9 +897,26 @@ def kernel_cycles(work: Work, params: dict, policy: str = "gto", replay: str = "
     return with_atomics(jnp.max(run(work, params, policy, replay)["cycles"]), work.atomic_ops, params)
 
 
-def predicted_ms(cycles, params: dict):
-    """Kernel time in ms: cycles at the SM clock plus the fixed launch overhead."""
-    return cycles / (params["clock_ghz"] * 1e6) + params["launch_overhead_us"] * 1e-3
+def predicted_ms(cycles, params: dict, tensor=False):
+    """Kernel time in ms: cycles at the SM clock (`tensor_clock_ghz` for kernels that issue Tensor Core
+    instructions, `tensor` [...] bool, where the architecture has one) plus the fixed launch overhead."""
+    return cycles / (predicted_clock(params, tensor) * 1e6) + params["launch_overhead_us"] * 1e-3
+
+
+def _clock(p: dict, k: Kernel):
+    """The SM clock (GHz) the kernel runs at: the tensor clock if it issues Tensor Core instructions."""
+    return predicted_clock(p, jnp.any(k["cls"] == tr.TENSOR))
+
+
+def predicted_clock(params: dict, tensor=False):
+    """The SM clock (GHz): `tensor_clock_ghz` where `tensor` (and the architecture has one), else `clock_ghz`."""
+    tc = params.get("tensor_clock_ghz", 0.0)
+    return jnp.where(jnp.asarray(tensor) & (tc > 0), tc, params["clock_ghz"])
+
+
+def uses_tensor(work: "Work") -> bool:
+    """Whether the kernel issues Tensor Core instructions (its clock is then `tensor_clock_ghz`)."""
+    return bool(np.any(np.asarray(work.kernel["cls"]) == tr.TENSOR))
 
 
 def summarize(work: Work, out: dict, params: dict, arch: "Arch | str") -> dict:
@@ -905,7 +929,7 @@ def summarize(work: Work, out: dict, params: dict, arch: "Arch | str") -> dict:
     issued = float(np.asarray(out["issued"])[i])
     window = float(np.asarray(out["window_cycles"])[i])
     occ = float(np.asarray(out["warp_cycles"])[i]) / max(window * arch.max_warps_per_sm, 1e-9)
-    stats = {"cycles": total, "predicted_ms": float(predicted_ms(total, params)),
+    stats = {"cycles": total, "predicted_ms": float(predicted_ms(total, params, uses_tensor(work))),
              "timing__achieved_occupancy": occ, "timing__issued_in_window": int(issued),
              "timing__window_cycles": window, "timing__extrapolated": int(not bool(np.asarray(out["finished"])[i])),
              "timing__atomic_sector_ops": float(work.atomic_ops)}
