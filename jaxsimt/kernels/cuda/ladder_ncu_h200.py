@@ -26,8 +26,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from smi_sampler import SmiSampler  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZES = (1024, 2048, 4096)
@@ -106,20 +108,8 @@ def clock_under_load(cubin: str, log) -> dict:
     clock: {rung: {median_ms, clocks_mhz: [samples while it ran]}}."""
     import cupy as cp
     import numpy as np
-    samples, stop = [], threading.Event()
-
-    def sample():
-        p = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu",
-                              "--format=csv,noheader,nounits", "-lms", "20"], stdout=subprocess.PIPE, text=True)
-        while not stop.is_set():
-            line = p.stdout.readline()
-            if not line:
-                break
-            samples.append((time.time(), line.strip()))
-        p.terminate()
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
+    smi = SmiSampler("timestamp,clocks.sm,power.draw,temperature.gpu").start()
+    samples = smi.samples
     time.sleep(1.0)
     mod = cp.RawModule(path=cubin)
     out, n = {}, 4096
@@ -136,8 +126,7 @@ def clock_under_load(cubin: str, log) -> dict:
             ms.append(cp.cuda.get_elapsed_time(e0, e1))
         out[name] = {"median_ms": float(np.median(ms)), "ms": ms, "t0": t0, "t1": time.time()}
     time.sleep(0.5)
-    stop.set()
-    th.join(timeout=5)
+    smi.stop()
     for name, r in out.items():
         got = [s for t, s in samples if r["t0"] <= t <= r["t1"]]
         r["clocks_mhz"] = [float(s.split(",")[1]) for s in got]

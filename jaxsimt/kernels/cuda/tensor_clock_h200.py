@@ -26,8 +26,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from smi_sampler import SmiSampler  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIXES = ((8, 0), (8, 16), (8, 64), (4, 128), (1, 128), (0, 64))  # (mma.sync, FFMA) per iteration and warp
@@ -57,30 +59,16 @@ def ncu_run(ncu, exe, mix, iters, work, metrics, log):
 
 def sustained(exe, mix, seconds, log):
     """The mix launched again and again for about `seconds` with nvidia-smi sampling: [(t, MHz, W)]."""
-    samples, stop = [], threading.Event()
-
-    def sample():
-        p = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
-                              "-lms", "20"], stdout=subprocess.PIPE, text=True)
-        while not stop.is_set():
-            line = p.stdout.readline()
-            if not line:
-                break
-            samples.append((time.time(), line.strip()))
-        p.terminate()
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
+    smi = SmiSampler("clocks.sm,power.draw").start()
     time.sleep(0.5)
     t0 = time.time()
     while time.time() - t0 < seconds:
         subprocess.run([exe, str(mix[0]), str(mix[1]), "40000"], capture_output=True, timeout=120)
     t1 = time.time()
     time.sleep(0.3)
-    stop.set()
-    th.join(timeout=5)
+    smi.stop()
     out = []
-    for t, s in samples:
+    for t, s in smi.samples:
         if t0 + 0.3 <= t <= t1:  # past the first launch's start
             try:
                 mhz, w = (float(x) for x in s.split(","))
