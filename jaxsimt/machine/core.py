@@ -264,8 +264,9 @@ class _Exec:
 
     def write(self, reg: Reg, value):
         """Write `value` to `reg` in the active lanes (under .ftz, f32 subnormals as zeros of their sign)."""
-        value = jnp.asarray(value)
-        self._write(reg, fp32.flush(value) if self.ftz and value.dtype == jnp.float32 else value)
+        if self.ftz and jnp.asarray(value).dtype == jnp.float32:
+            value = fp32.flush(value)
+        self._write(reg, value)
 
     def _write(self, reg: Reg, value):
         value = self.as_lanes(reg, value)

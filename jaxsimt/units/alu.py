@@ -221,10 +221,10 @@ def cvt(a, src: DType, dst: DType):
         t = jnp.clip(t, float(info.min), float(info.max))
         t = jnp.where(jnp.isnan(t), 0.0, t)
         return t.astype(dst.np_dtype)
-    if src == T.f32 and dst == T.f64:
-        return fp32.widen(a)
+    if src.is_float and dst == T.f64:
+        return to_f64(a)
     if src == T.f64 and dst == T.f32:
-        return fp32.narrow(a)
+        return from_f64(a, dst.np_dtype)
     return a.astype(dst.np_dtype)
 
 

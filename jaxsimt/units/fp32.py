@@ -26,10 +26,12 @@ from jax import lax
 
 MIN_NORMAL = 2.0 ** -126  # the smallest normal binary32
 MIN_SUBNORMAL = 2.0 ** -149  # binary32's subnormal step
-_SIGN = np.uint32(0x80000000)
-_ABS = np.uint32(0x7FFFFFFF)
-_HIDDEN = np.uint32(0x00800000)
-_INF = np.uint32(0x7F800000)
+# bit patterns as uint32 (a Python int above 2^31 does not fit JAX's default int32)
+SIGN = np.uint32(0x80000000)
+ABS = np.uint32(0x7FFFFFFF)  # all but the sign
+INF = np.uint32(0x7F800000)  # the exponent field
+MANT = np.uint32(0x007FFFFF)  # the significand field
+HIDDEN = np.uint32(0x00800000)  # the implicit leading bit of a normal number
 
 
 def bits(x):
@@ -45,7 +47,7 @@ def from_bits(u):
 def flush(x):
     """float32 [...] with subnormals replaced by zeros of their sign (PTX's .ftz), from the bits."""
     u = bits(x)
-    return from_bits(jnp.where((u & _INF) == 0, u & _SIGN, u))
+    return from_bits(jnp.where((u & INF) == 0, u & SIGN, u))
 
 
 def _wide():
@@ -56,21 +58,21 @@ def _wide():
 def widen(x):
     """float32 [...] -> float64 [...] of the same values, subnormals included."""
     u = bits(x)
-    mag = u & _ABS
+    mag = u & ABS
     tiny = mag.astype(_wide()) * MIN_SUBNORMAL  # a subnormal's value: significand x 2^-149, exact
-    tiny = jnp.where((u & _SIGN) != 0, -tiny, tiny)
-    return jnp.where(mag < _HIDDEN, tiny, jnp.asarray(x, jnp.float32).astype(_wide()))
+    tiny = jnp.where((u & SIGN) != 0, -tiny, tiny)
+    return jnp.where(mag < HIDDEN, tiny, jnp.asarray(x, jnp.float32).astype(_wide()))
 
 
 def _step(r, up):
     """The float32 neighbour of r toward +inf (up) or -inf, from its bits (subnormals, zeros and the
     largest finite value included; r finite)."""
     u = bits(r)
-    neg = (u & _SIGN) != 0
-    zero = (u & _ABS) == 0
+    neg = (u & SIGN) != 0
+    zero = (u & ABS) == 0
     away = up != neg  # moving away from zero grows the magnitude by one unit in the last place
     stepped = jnp.where(away, u + 1, u - 1)
-    at_zero = jnp.where(up, np.uint32(1), _SIGN | np.uint32(1))
+    at_zero = jnp.where(up, np.uint32(1), SIGN | np.uint32(1))
     return from_bits(jnp.where(zero, at_zero, stepped))
 
 
@@ -88,7 +90,7 @@ def narrow(y, mode: str | None = "rn"):
     else:  # rm / rp: away from zero when the direction points away from zero
         neg = y < 0
         m = jnp.where(neg == (mode == "rm"), jnp.ceil(scaled), jnp.floor(scaled))
-    sign = jnp.where(jnp.signbit(y), _SIGN, np.uint32(0))
+    sign = jnp.where(jnp.signbit(y), SIGN, np.uint32(0))
     sub = from_bits(sign | jnp.where(small, m, 0.0).astype(jnp.uint32))
     r = y.astype(jnp.float32)
     if mode not in (None, "rn"):
@@ -113,11 +115,6 @@ def sub(a, b):
 
 def mul(a, b):
     return narrow(widen(a) * widen(b))  # the f64 product of two f32 values is exact
-
-
-def compare(a, b, fn):
-    """fn (a numpy-style comparison) of float32 a and b by value, subnormals included."""
-    return fn(widen(a), widen(b))
 
 
 def fmin(a, b):

@@ -38,13 +38,8 @@ from jaxsimt.units import fp32
 DATA_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 DATA = os.path.join(DATA_ROOT, "h200", "mufu")  # the H200's tables (`Arch.sfu_tables`)
 
-FLT_MIN = np.float32(2.0 ** -126)
-# bit patterns as uint32 (a Python int above 2^31 does not fit JAX's default int32)
-_MANT = np.uint32(0x7FFFFF)
-_SIGN = np.uint32(0x80000000)
-_INF = np.uint32(0x7F800000)
-_ABS = np.uint32(0x7FFFFFFF)
-_HIDDEN = np.uint32(0x800000)
+FLT_MIN = np.float32(fp32.MIN_NORMAL)
+# bit patterns as uint32 (the binary32 fields: fp32.SIGN, ABS, INF, MANT, HIDDEN)
 _NEG_INF = np.uint32(0xFF800000)
 NAN = np.uint32(0x7FFFFFFF)  # the canonical NaN the unit returns
 
@@ -122,21 +117,21 @@ def tables_for(functions, folder: str = DATA) -> Tables:
 
 
 def _fields(u):
-    return u & _SIGN, (u >> 23) & np.uint32(0xFF), u & _MANT
+    return u & fp32.SIGN, (u >> 23) & np.uint32(0xFF), u & fp32.MANT
 
 
 def _scaled(t, shift, sign=0):
     """Table entry `t` times 2^shift ([...] int32 shift): flushed to zero below the normal range, infinite above."""
     ne = ((t >> 23) & np.uint32(0xFF)).astype(jnp.int32) + shift
-    body = (jnp.clip(ne, 0, 255).astype(jnp.uint32) << 23) | (t & _MANT)
-    return sign | jnp.where(ne <= 0, jnp.uint32(0), jnp.where(ne >= 255, _INF, body))
+    body = (jnp.clip(ne, 0, 255).astype(jnp.uint32) << 23) | (t & fp32.MANT)
+    return sign | jnp.where(ne <= 0, jnp.uint32(0), jnp.where(ne >= 255, fp32.INF, body))
 
 
 def rcp(u, tab: Tables):
     """MUFU.RCP: 1/x from the mantissa's table; +-0 and denormals -> +-inf, +-inf -> +-0."""
     s, e, m = _fields(u)
     r = _scaled(tab.rcp[m], 127 - e.astype(jnp.int32), s)
-    return jnp.where(e == 0, s | _INF, jnp.where(e == 255, jnp.where(m != 0, NAN, s), r))
+    return jnp.where(e == 0, s | fp32.INF, jnp.where(e == 255, jnp.where(m != 0, NAN, s), r))
 
 
 def _root(u, table, sign: int):
@@ -151,7 +146,7 @@ def _root(u, table, sign: int):
 def rsqrt(u, tab: Tables):
     """MUFU.RSQ: 1/sqrt(x); +-0 and denormals -> +-inf, negative -> NaN, +inf -> 0."""
     s, e, m = _fields(u)
-    return jnp.where(e == 0, s | _INF, jnp.where(s != 0, NAN,
+    return jnp.where(e == 0, s | fp32.INF, jnp.where(s != 0, NAN,
                      jnp.where(e == 255, jnp.where(m != 0, NAN, jnp.uint32(0)), _root(u, tab.rsqrt, -1))))
 
 
@@ -159,7 +154,7 @@ def sqrt(u, tab: Tables):
     """MUFU.SQRT: sqrt(x); +-0 and denormals -> +-0, negative -> NaN, +inf -> +inf."""
     s, e, m = _fields(u)
     return jnp.where(e == 0, s, jnp.where(s != 0, NAN,
-                     jnp.where(e == 255, jnp.where(m != 0, NAN, _INF), _root(u, tab.sqrt, 1))))
+                     jnp.where(e == 255, jnp.where(m != 0, NAN, fp32.INF), _root(u, tab.sqrt, 1))))
 
 
 # 1 / (2 pi) as float32: PTX's sin/cos.approx multiply by it (FMUL.RZ) before the unit, which works in turns
@@ -171,7 +166,7 @@ def _turns(u):
     |t| cut to 25 fraction bits -> ([...] uint32 index into the 2^25-entry tables, [...] uint32 sign bit of t).
     Denormal t reads as zero. All in 32-bit integers (the 48-bit product as 12-bit halves)."""
     s, e, m = _fields(u)
-    mx = m | _HIDDEN
+    mx = m | fp32.HIDDEN
     mc = np.uint32((_TURN & 0x7FFFFF) | 0x800000)
     xh, xl = mx >> 12, mx & np.uint32(0xFFF)
     ch, cl = mc >> np.uint32(12), mc & np.uint32(0xFFF)
@@ -179,7 +174,7 @@ def _turns(u):
     low = ((mid & np.uint32(0xFFF)) << 12) + xl * cl  # < 2^25
     hi = xh * ch + (mid >> 12) + (low >> 24)  # the product's bits 24..47
     lo = low & np.uint32(0xFFFFFF)
-    top = hi >= _HIDDEN  # the product reached 2^47
+    top = hi >= fp32.HIDDEN  # the product reached 2^47
     mt = jnp.where(top, hi, (hi << 1) | (lo >> 23))  # t's significand, truncated
     et = e.astype(jnp.int32) + ((_TURN >> 23) & 0xFF) - 127 + top.astype(jnp.int32)
     sh = et - 125  # t * 2^25 = mt * 2^sh
@@ -222,7 +217,7 @@ def tanh(u, tab: Tables):
 def ex2(u, tab: Tables):
     """MUFU.EX2: 2^x with |x| cut to 23 fraction bits toward zero; denormal inputs count as zero."""
     s, e, m = _fields(u)
-    a = lax.bitcast_convert_type(jnp.where(e == 0, jnp.uint32(0), u & _ABS), jnp.float32)
+    a = lax.bitcast_convert_type(jnp.where(e == 0, jnp.uint32(0), u & fp32.ABS), jnp.float32)
     a = jnp.minimum(a, jnp.float32(255.0))  # beyond, every result is 0 or inf; keeps the fixed point in int32
     q = (a * jnp.float32(2.0 ** 23)).astype(jnp.int32)  # exact scaling, truncated toward zero
     n, j = q >> 23, (q & 0x7FFFFF).astype(jnp.uint32)
@@ -235,11 +230,11 @@ def _int_plus_fraction_rz(K, t):
     [0, 1). The sum stays below the power of two above K, so its exponent is K's; all in 32-bit integers."""
     er = 31 - lax.clz(K)  # floor(log2 K)
     te = ((t >> 23) & np.uint32(0xFF)).astype(jnp.int32)
-    M = jnp.where(te == 0, jnp.uint32(0), (t & _MANT) | _HIDDEN)  # t's significand (0: t is zero)
+    M = jnp.where(te == 0, jnp.uint32(0), (t & fp32.MANT) | fp32.HIDDEN)  # t's significand (0: t is zero)
     sh = 127 - te + er  # t's significand to K's fixed point, 23 - er fraction bits
     frac = jnp.where(sh >= 24, jnp.uint32(0), M >> jnp.clip(sh, 0, 23).astype(jnp.uint32))
     S = (K.astype(jnp.uint32) << (23 - er).astype(jnp.uint32)) + frac
-    return ((er + 127).astype(jnp.uint32) << 23) | (S & _MANT)
+    return ((er + 127).astype(jnp.uint32) << 23) | (S & fp32.MANT)
 
 
 def lg2(u, tab: Tables):
@@ -250,9 +245,9 @@ def lg2(u, tab: Tables):
     tp = tab.lg2_pos[m]
     tn = tab.lg2_neg[m]  # negative: lg2 of [0.5, 1)
     up = _int_plus_fraction_rz(jnp.clip(k, 1, 255), tp)  # k >= 1
-    down = _SIGN | _int_plus_fraction_rz(jnp.clip(-k - 1, 1, 255), tn & _ABS)  # k <= -2: |k| - 1 + |tn|
+    down = fp32.SIGN | _int_plus_fraction_rz(jnp.clip(-k - 1, 1, 255), tn & fp32.ABS)  # k <= -2: |k| - 1 + |tn|
     r = jnp.where(k == 0, tp, jnp.where(k == -1, tn, jnp.where(k > 0, up, down)))
-    special = jnp.where((e == 255) & (m == 0) & (s == 0), _INF, NAN)  # +inf; else NaN
+    special = jnp.where((e == 255) & (m == 0) & (s == 0), fp32.INF, NAN)  # +inf; else NaN
     return jnp.where(e == 0, _NEG_INF, jnp.where((s != 0) | (e == 255), special, r))
 
 
@@ -267,24 +262,11 @@ SAME_WITHOUT_FTZ = frozenset({"sin", "cos", "tanh"})
 # ---------------------------------------------------------------------------------------------
 
 
-def _bits(x):
-    return lax.bitcast_convert_type(x.astype(jnp.float32), jnp.uint32)
-
-
-def _val(u):
-    return lax.bitcast_convert_type(u, jnp.float32)
-
-
 def _up24(x):
     """x * 2^24 for denormal float32 x, from its bits: exact where a backend treats denormal operands as zero
     (XLA:CPU)."""
-    m = (_bits(x) & _MANT).astype(jnp.float32)
+    m = (fp32.bits(x) & fp32.MANT).astype(jnp.float32)
     return jnp.copysign(m * jnp.float32(2.0 ** -125), x)
-
-
-def _flush(x):
-    """A denormal float32 as a zero of its sign (FTZ)."""
-    return jnp.where(jnp.abs(x) < FLT_MIN, jnp.copysign(jnp.float32(0), x), x)
 
 
 # what undoes ptxas's scaling of a denormal input by 2^24 on the unit's result
@@ -298,18 +280,18 @@ def approx(fn: str, x, tab: Tables, ftz: bool):
     also of huge ones, and for ex2 below -126 the square of 2^(x/2)."""
     unit = UNIT[fn]
     if ftz or fn in SAME_WITHOUT_FTZ:
-        return _val(unit(_bits(x), tab))
+        return fp32.from_bits(unit(fp32.bits(x), tab))
     x = x.astype(jnp.float32)
     if fn == "ex2":
         small = x < jnp.float32(-126.0)
-        r = _val(unit(_bits(jnp.where(small, x * jnp.float32(0.5), x)), tab))
+        r = fp32.from_bits(unit(fp32.bits(jnp.where(small, x * jnp.float32(0.5), x)), tab))
         return jnp.where(small, fp32.mul(r, r), r)  # a subnormal square kept on every backend
     if fn == "rcp":
         big, tiny = jnp.abs(x) > jnp.float32(2.0 ** 126), jnp.abs(x) < FLT_MIN
         s = jnp.where(big, jnp.float32(0.25), jnp.where(tiny, jnp.float32(2.0 ** 24), jnp.float32(1.0)))
-        return fp32.mul(s, _val(unit(_bits(jnp.where(tiny, _up24(x), x * s)), tab)))
+        return fp32.mul(s, fp32.from_bits(unit(fp32.bits(jnp.where(tiny, _up24(x), x * s)), tab)))
     tiny = jnp.abs(x) < FLT_MIN
-    r = _val(unit(_bits(jnp.where(tiny, _up24(x), x)), tab))
+    r = fp32.from_bits(unit(fp32.bits(jnp.where(tiny, _up24(x), x)), tab))
     return jnp.where(tiny, _UNSCALE[fn](r), r)
 
 
@@ -318,9 +300,9 @@ def div(a, b, tab: Tables, full: bool, ftz: bool):
     ptxas's scaling of both operands by 1/4 where |b| > 2^126 (.full) and by 2^24 where b is denormal (without
     .ftz); .ftz flushes denormal operands and products."""
     a, b = a.astype(jnp.float32), b.astype(jnp.float32)
-    mul = (lambda p, q: _flush(_flush(p) * _flush(q))) if ftz else fp32.mul  # noqa: E731
+    mul = (lambda p, q: fp32.flush(fp32.flush(p) * fp32.flush(q))) if ftz else fp32.mul  # noqa: E731
     if ftz:
-        b = _flush(b)
+        b = fp32.flush(b)
     if full:
         big = jnp.abs(b) > jnp.float32(2.0 ** 126)
         a, b = jnp.where(big, mul(a, jnp.float32(0.25)), a), jnp.where(big, mul(b, jnp.float32(0.25)), b)
@@ -328,5 +310,5 @@ def div(a, b, tab: Tables, full: bool, ftz: bool):
         tiny = jnp.abs(b) < FLT_MIN
         a = jnp.where(tiny, jnp.where(jnp.abs(a) < FLT_MIN, _up24(a), a * jnp.float32(2.0 ** 24)), a)
         b = jnp.where(tiny, _up24(b), b)
-    q = mul(_val(rcp(_bits(b), tab)), a)
-    return jnp.where(jnp.isnan(q), _val(NAN), q)  # the GPU's FMUL returns the canonical NaN, not an operand's
+    q = mul(fp32.from_bits(rcp(fp32.bits(b), tab)), a)
+    return jnp.where(jnp.isnan(q), fp32.from_bits(NAN), q)  # the GPU's FMUL returns the canonical NaN, not an operand's
