@@ -29,9 +29,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from smi_sampler import SmiSampler  # noqa: E402
+from device_tools import SmiSampler, nvcc  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 SIZES = (1024, 2048, 4096)
 # rung: (mangled entry, grid at size n, block) as gemm_ladder.cu launches them
 RUNGS = {
@@ -49,17 +48,6 @@ METRICS = ("gpu__time_duration.sum", "sm__cycles_active.max", "sm__cycles_elapse
            "sm__cycles_elapsed.avg.per_second", "smsp__inst_issued.sum", "sm__warps_active.avg.pct_of_peak_sustained_active",
            "launch__registers_per_thread", "launch__grid_size", "launch__block_size") + tuple(
     f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALLS)
-
-
-def build(work: str, log) -> str:
-    cubin = os.path.join(work, "gemm_ladder.cubin")
-    cmd = ["nvcc", "-arch=sm_90", "-O3", "-std=c++17", "-cubin", "-I", HERE, os.path.join(HERE, "gemm_ladder.cu"),
-           "-o", cubin]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    log.write(f"$ {' '.join(cmd)}\nrc={p.returncode}\n{p.stderr[-3000:]}\n")
-    if p.returncode:
-        raise SystemExit(f"nvcc failed: {p.stderr[-2000:]}")
-    return cubin
 
 
 def problem(cp, name: str, n: int, seed: int):
@@ -146,7 +134,7 @@ def main(argv=None) -> int:
     os.makedirs(a.out, exist_ok=True)
     log = open(os.path.join(a.out, "ladder_ncu.log"), "w")
     work = tempfile.mkdtemp(prefix="ladder_ncu_")
-    cubin = build(work, log)
+    cubin = nvcc("gemm_ladder.cu", os.path.join(work, "gemm_ladder.cubin"), log, ["-cubin"])
     t0 = time.time()
     clock = clock_under_load(cubin, log)
     log.write(f"clock phase {time.time() - t0:.1f} s\n")

@@ -29,22 +29,13 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from device_tools import nvcc  # noqa: E402
+
 PROGRAMS = ("micro_global", "micro_shared", "micro_divergence")
 METRICS = ("sm__cycles_active.max", "smsp__cycles_active.avg", "sm__cycles_elapsed.max", "gpu__time_duration.sum",
            "sm__cycles_elapsed.avg.per_second", "dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum")
 KERNEL_REGEX = "regex:^(smem_|glob_|div_)"
-
-
-def build(work: str, name: str, log) -> str:
-    exe = os.path.join(work, name)
-    cmd = ["nvcc", "-arch=sm_90", "-O3", "-lineinfo", "-std=c++17", "-I", HERE, os.path.join(HERE, f"{name}.cu"),
-           "-o", exe]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    log.write(f"$ {' '.join(cmd)}\nrc={p.returncode}\n{p.stderr[-3000:]}\n")
-    if p.returncode:
-        raise SystemExit(f"nvcc failed for {name}: {p.stderr[-2000:]}")
-    return exe
 
 
 def registry(exe: str) -> list[str]:
@@ -95,7 +86,7 @@ def main() -> int:
             tempfile.TemporaryDirectory() as work:
         w = csv.writer(f)
         w.writerow(["program", "kernel", "repeat", "metric", "value"])
-        exes = {n: build(work, n, log) for n in PROGRAMS}
+        exes = {n: nvcc(f"{n}.cu", os.path.join(work, n), log, ["-lineinfo"]) for n in PROGRAMS}
         for k in range(a.repeats):
             for n in PROGRAMS:
                 if time.time() - t0 > a.deadline:

@@ -29,9 +29,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from smi_sampler import SmiSampler  # noqa: E402
+from device_tools import SmiSampler, nvcc  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 MIXES = ((8, 0), (8, 16), (8, 64), (4, 128), (1, 128), (0, 64))  # (mma.sync, FFMA) per iteration and warp
 ITERS = (40, 400, 4000)
 METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second", "sm__cycles_active.avg",
@@ -87,13 +86,7 @@ def main() -> int:
     os.makedirs(a.out, exist_ok=True)
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
     with open(os.path.join(a.out, "tensor_clock.log"), "w") as log, tempfile.TemporaryDirectory() as work:
-        exe = os.path.join(work, "tensor_clock")
-        cmd = ["nvcc", "-arch=sm_90", "-O3", "-o", exe, os.path.join(HERE, "tensor_clock.cu")]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        log.write(f"$ {' '.join(cmd)}\nrc={p.returncode}\n{p.stderr}\n")
-        if p.returncode:
-            print(p.stderr)
-            return 1
+        exe = nvcc("tensor_clock.cu", os.path.join(work, "tensor_clock"), log)
         metrics = METRICS
         with open(os.path.join(a.out, "tensor_clock.csv"), "w", newline="") as f:
             w = csv.writer(f)
