@@ -128,6 +128,12 @@ def _class_tables(p: dict, nsch):
     return lat, issue
 
 
+def _data_stage_cycles(req, sec, shape: Shape, p: dict):
+    """Cycles a global access's sectors hold the L1TEX data stage (the pipe shared accesses use) after its tag
+    stage: max(requests, sectors / sectors per wavefront) wavefronts."""
+    return jnp.maximum(req, sec / shape.sectors_per_wavefront) * p["shared_cycles_per_wavefront"]
+
+
 def _sm_start(p: dict, k: Kernel, queue, n_queue, share, shape: Shape, n_regs: int):
     """What both replays of one SM start from: the warp slots' layout (slot j [WS]: its block slot, warp in
     block, scheduler, whether a warp can be there), the class tables and the SM's bandwidth shares, the
@@ -239,8 +245,7 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         complete = jnp.where(fold, jnp.maximum(T, dep[sel]), jnp.where(is_sh, sh_start + wav + p["shared_latency"],
                                                 jnp.where(is_gl, g_done, T + lat[csel])))
         upd = go & (c["issued"] < cap)  # every state change below only when an instruction issued
-        # a global access's sectors pass the L1TEX data stage, the shared pipe, after its tag stage
-        gwav = jnp.maximum(req, sec / shape.sectors_per_wavefront) * p["shared_cycles_per_wavefront"]
+        gwav = _data_stage_cycles(req, sec, shape, p)
         mio = jnp.where(upd & is_sh, sh_start + wav,
                         jnp.where(upd & is_gl, jnp.maximum(c["mio"], s1) + gwav, c["mio"]))
         l1 = jnp.where(upd & is_gl, s1 + o1, c["l1"])
@@ -459,7 +464,7 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
         sec, req = k["sectors"][pcsel], k["requests"][pcsel]
         hit_l1, todr = k["hit_l1"][pcsel], k["to_dram"][pcsel]
         o1 = jnp.maximum(req, sec / p["l1_sectors_per_cycle"])
-        gwav = jnp.maximum(req, sec / shape.sectors_per_wavefront) * p["shared_cycles_per_wavefront"]
+        gwav = _data_stage_cycles(req, sec, shape, p)
         miss = sec * (1.0 - hit_l1)
         dsec = miss * todr
         glat = (p["l1_latency"] + (1.0 - hit_l1) * (p["l2_latency"] - p["l1_latency"])
