@@ -29,6 +29,7 @@ import numpy as np
 
 from jaxsimt import types as T
 from jaxsimt.program import Imm, Instr, Reg
+from jaxsimt.ptx.dataflow import reads, writes
 from jaxsimt.units import isa
 
 CAP = 32  # known zero low bits of a value nothing limits (an immediate 0; a register no definition limits)
@@ -81,17 +82,6 @@ def _writes_shared(ins: Instr) -> bool:
     return isa.memory(op) in ("write", "atomic") and op.attr("space") in ("shared", "generic", None)
 
 
-def _reads(ins: Instr) -> set:
-    regs = set()
-    for x in (ins, ins.operation):
-        regs |= {s.index for s in x.src if isinstance(s, Reg)}
-    return regs
-
-
-def _writes(ins: Instr) -> set:
-    return {r.index for x in (ins, ins.operation) for r in x.dst}
-
-
 def _safe(body, members, base: int) -> bool:
     """Whether the loads at positions `members` (sorted by offset) can all be done at the first one's position."""
     pos = [p for p, _ in members]
@@ -104,12 +94,12 @@ def _safe(body, members, base: int) -> bool:
         if p in mine:
             continue
         ins = body[p]
-        if _writes_shared(ins) or base in _writes(ins):
+        if _writes_shared(ins) or base in writes(ins):
             return False
     for p, ins in members:
         d = ins.dst[0].index
         for q in range(first + 1, p):
-            if q not in mine and d in (_reads(body[q]) | _writes(body[q])):
+            if q not in mine and d in (reads(body[q]) | writes(body[q])):
                 return False
     return True
 

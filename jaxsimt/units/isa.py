@@ -13,6 +13,8 @@ An entry (`Op`) says what the operation is:
   them), and `mask(ins)` gives that mask where it is static;
 * `copy`: a register copy (`mov`), which the timing traces do not issue where ptxas folds it away;
 * `orders_warp`: a warp barrier (`__syncwarp`), which orders its lanes' accesses for racecheck;
+* `fence`: a block barrier or a memory fence (`bar`, `membar`, `fence`, cp.async's commit and waits): no memory
+  access moves across it (the PTX front end's scheduling of global loads, `jaxsimt.ptx.schedule`);
 * `feeds`: the counter families its executions add to beyond the instruction counts ("memory": requests,
   sectors, wavefronts and bank conflicts per instruction; "texture": the texture cache);
 * `tables(ins)`: the functions of the special function unit (`mufu`) whose result tables it reads, which the
@@ -53,6 +55,7 @@ class Op:
     mask: Callable[[Instr], Optional[int]] = lambda ins: None  # noqa: E731 - the static member mask
     feeds: frozenset = frozenset()
     orders_warp: bool = False  # a warp barrier (`__syncwarp`): orders its lanes' accesses for racecheck
+    fence: bool = False  # a block barrier or memory fence: no memory access moves across it
     copy: bool = False  # a register copy (mov), which ptxas folds away where it can
     tables: Callable[[Instr], tuple] = _no_tables  # the mufu functions whose tables it reads
     low_zeros: Callable[[Instr, tuple], int] = lambda ins, zeros: 0  # noqa: E731 - known zero low bits of the result
@@ -250,7 +253,7 @@ _ENTRIES = (
         Op("tensor.ldmatrix", mma_execute.ldmatrix, "shared", memory="read", warp_sync=True,
            feeds=frozenset({"memory"})),
         # terminators (Terminator.instr): counted and classed, carried out by the step
-        Op("bar", None, "barrier"),
+        Op("bar", None, "barrier", fence=True),
         Op("bra", _jumped, "control"),
         Op("exit", None, "control"),
         Op("ret", None, "control"),
@@ -258,7 +261,9 @@ _ENTRIES = (
     # the PTX lowering's own ops (jaxsimt.units.ptxops). Their timing class is "alu" throughout (what the
     # calibrated timing model was fitted with), including the rounding-mode float arithmetic that the DSL's
     # ops class as fp32.
-    + [Op("ptx.guard", ptxops.guard), Op("ptx.nop", ptxops.nop)]
+    # (membar, fence and cp.async's commit and waits are no-ops here, as every access is complete when issued,
+    # but fences all the same: nothing is scheduled across them)
+    + [Op("ptx.guard", ptxops.guard), Op("ptx.nop", ptxops.nop), Op("ptx.fence", ptxops.nop, fence=True)]
     # mul.wide and mad.wide (a third source: the addend)
     + [Op("ptx.mul.wide", ptxops.mul_wide, low_zeros=lambda ins, z: min([z[0] + z[1]] + list(z[2:3])))]
     + [Op("ptx." + n, getattr(ptxops, f)) for n, f in (
@@ -314,6 +319,11 @@ def feeds(ins: Instr, family: str) -> bool:
 def is_warp_sync(ins: Instr) -> bool:
     """Whether the instruction (its own op: a predicated one is its guard) synchronises member lanes."""
     return spec(ins).warp_sync
+
+
+def is_fence(ins: Instr) -> bool:
+    """Whether the instruction (or a guard's inner one) is a block barrier or a memory fence."""
+    return spec(ins).fence or spec(ins.operation).fence
 
 
 def member_mask(ins: Instr) -> Optional[int]:
