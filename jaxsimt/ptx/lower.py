@@ -24,7 +24,7 @@ from jaxsimt.units.barriers import attrs as barrier_attrs
 from jaxsimt.units.rocache import L2_ONLY
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
                              SourceLoc, Terminator, finalize)
-from jaxsimt.ptx import ast, contract, provenance, vectorize
+from jaxsimt.ptx import ast, contract, provenance, schedule, vectorize
 from jaxsimt.ptx import sources
 from jaxsimt.ptx.errors import PtxUnsupportedError
 from jaxsimt.ptx.opcodes import check_supported
@@ -112,11 +112,12 @@ def _constant_registers(fn: ast.Function) -> dict:
 
 class _Lowerer:
     def __init__(self, module: ast.Module, entry: ast.Function, args, dynamic_smem: int, contract: bool = True,
-                 pointers: Optional[dict] = None, vectorize_loads: bool = True):
+                 pointers: Optional[dict] = None, vectorize_loads: bool = True, schedule_loads: bool = True):
         self.mod, self.entry, self.args = module, entry, args
         self.dynamic_smem = int(dynamic_smem)
         self.contract = contract
         self.vectorize_loads = vectorize_loads  # merge shared loads as ptxas does (jaxsimt/ptx/vectorize.py)
+        self.schedule_loads = schedule_loads  # move global loads up as ptxas does (jaxsimt/ptx/schedule.py)
         self.contractible: set = set()  # ids of the plain (no rounding modifier) f32/f64 mul/add/sub emitted
         self.pointers = dict(pointers or {})  # parameter -> (parameter whose buffer it points into, byte offset)
         self.regs: list[Reg] = []
@@ -356,6 +357,8 @@ class _Lowerer:
             self.contract_mul_add()
         if self.vectorize_loads:
             vectorize.vectorize_shared_loads(self.blocks)  # as ptxas does (jaxsimt/ptx/vectorize.py)
+        if self.schedule_loads:
+            schedule.schedule_loads(self.blocks)  # as ptxas does (jaxsimt/ptx/schedule.py)
         index = {}
         for i, b in enumerate(self.blocks):
             index[b[0]] = i
@@ -627,8 +630,10 @@ class _Lowerer:
                 mm = None
             self.emit("warpsync", (), (), loc, membermask=mm)
             return
-        if op in ("membar", "fence", "nanosleep", "cp.async.commit_group", "cp.async.wait_group",
-                  "cp.async.wait_all", "griddepcontrol", "prefetch", "prefetchu"):
+        if op in ("membar", "fence", "cp.async.commit_group", "cp.async.wait_group", "cp.async.wait_all"):
+            self.emit("ptx.fence", (), (), loc)  # a no-op that orders memory (jaxsimt.units.isa: `fence`)
+            return
+        if op in ("nanosleep", "griddepcontrol", "prefetch", "prefetchu"):
             self.emit("ptx.nop", (), (), loc)
             return
         if op == "mov":
@@ -1249,7 +1254,7 @@ _VALID: dict = {}  # id(module) -> module, for the modules that passed `validate
 
 def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None, dynamic_smem: int = 0,
           check: bool = True, contract: bool = True, pointers: Optional[dict] = None,
-          source_dirs: Sequence[str] = (), vectorize_loads: bool = True) -> Program:
+          source_dirs: Sequence[str] = (), vectorize_loads: bool = True, schedule_loads: bool = True) -> Program:
     """Lower entry `kernel` of a PTX module (an `ast.Module` or PTX text) to a `Program`.
 
     args: the launch arguments, used only to decide which parameters are pointers (numpy arrays with at
@@ -1257,7 +1262,8 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
     bytes (u8). dynamic_smem: bytes of `.extern .shared` memory. contract: fuse plain `mul` + dependent
     `add`/`sub` pairs into `fma` as ptxas does (docs/ptx.md); False keeps two roundings. vectorize_loads: merge
     scalar shared loads of consecutive elements into vector loads as ptxas does (`jaxsimt.ptx.vectorize`); False
-    keeps the PTX's loads. pointers:
+    keeps the PTX's loads. schedule_loads: move global loads up their blocks, with their address arithmetic, as
+    ptxas does (`jaxsimt.ptx.schedule`); False keeps the PTX's order. pointers:
     {parameter index: (index of the parameter holding the buffer, byte offset)}: that parameter's value is
     the other's base plus the offset (aliased and offset pointer arguments; the parameter itself is then
     passed as a scalar). source_dirs: folders besides the PTX file's own that `.file` sources may be read
@@ -1279,7 +1285,7 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
     ptrs = tuple(sorted((int(k), (int(v[0]), int(v[1]))) for k, v in (pointers or {}).items()))
     source_dirs = tuple(os.fspath(d) for d in source_dirs)
     key = (id(module), kernel, _signature(args), int(dynamic_smem), bool(contract), ptrs, source_dirs,
-           bool(vectorize_loads))
+           bool(vectorize_loads), bool(schedule_loads))
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is module:
         return hit[1]
@@ -1291,7 +1297,7 @@ def lower(module, kernel: Optional[str] = None, args: Optional[Sequence] = None,
     if not entry.is_entry:
         raise ValueError(f"{kernel} is a .func, not a kernel (.entry)")
     low = _Lowerer(module, entry, None if args is None else list(args), dynamic_smem, contract, dict(ptrs),
-                   bool(vectorize_loads))
+                   bool(vectorize_loads), bool(schedule_loads))
     low.source_dirs = source_dirs
     prog = low.run()
     _CACHE[key] = (module, prog)

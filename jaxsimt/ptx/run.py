@@ -118,7 +118,8 @@ def _constants(prog, hidden, constants):
 
 def launch(ptx_text_or_path, kernel_name, grid, block, args: Sequence[Any] = (), arch="h200", *,
            dynamic_smem: int = 0, contract: bool = True, constants: Optional[dict] = None,
-           source_dirs: Sequence[str] = (), vectorize_loads: bool = True, **launch_kwargs):
+           source_dirs: Sequence[str] = (), vectorize_loads: bool = True, schedule_loads: bool = True,
+           **launch_kwargs):
     """Run `kernel_name` from PTX text or a .ptx path; other keywords go to `jaxsimt.launch`.
 
     args: arrays, `(array, offset)` pointers and scalars (see the module's docstring), in parameter order
@@ -127,7 +128,10 @@ def launch(ptx_text_or_path, kernel_name, grid, block, args: Sequence[Any] = (),
     kernel's `.extern .shared` array (0 for a kernel that declares none); contract: fuse
     plain `mul` + dependent `add`/`sub` into `fma` as ptxas does (docs/ptx.md), False rounds twice;
     vectorize_loads: merge scalar shared loads of consecutive elements into vector loads as ptxas does
-    (`jaxsimt.ptx.vectorize`), False keeps the PTX's loads (their counts); constants: {module variable: array} copied into `.const`/`.global` variables before the launch;
+    (`jaxsimt.ptx.vectorize`), False keeps the PTX's loads (their counts); schedule_loads: move global loads up
+    their blocks with their address arithmetic as ptxas does (`jaxsimt.ptx.schedule`), False keeps the PTX's
+    order (the order the timing traces issue); constants: {module variable: array} copied into
+    `.const`/`.global` variables before the launch;
     source_dirs: folders besides the PTX file's own from which the sources its `.file` directives name may
     be read for messages and tables (never any other path: `jaxsimt.ptx.sources`)."""
     from jaxsimt.run.launch import launch as _launch
@@ -138,7 +142,7 @@ def launch(ptx_text_or_path, kernel_name, grid, block, args: Sequence[Any] = (),
     args = [np.asanyarray(a) if isinstance(a, np.ndarray) else a for a in args]  # any: keeps sanitizer.uninit
     lowered, pointers, buffer_of = _pointer_args(args)
     prog = lower(module, kernel_name, lowered, dynamic_smem=dynamic_smem, contract=contract, pointers=pointers,
-                 source_dirs=source_dirs, vectorize_loads=vectorize_loads)
+                 source_dirs=source_dirs, vectorize_loads=vectorize_loads, schedule_loads=schedule_loads)
     hidden = hidden_arrays(prog, grid, block)
     _constants(prog, hidden, constants)
     launch_kwargs["local_bytes"] = max(int(launch_kwargs.get("local_bytes", 0)), prog.ptx_local_bytes)
