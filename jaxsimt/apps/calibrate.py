@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsimt.timing import interval
 from jaxsimt.timing import replay as timing
 from jaxsimt.timing import l1tags
 from jaxsimt.timing import trace as tr
@@ -196,13 +197,15 @@ class Group:
     fast_shape: Optional[timing.Shape] = None  # the fast replay's shape (`timing.fast_steps` of the group)
     atomic_ops: Optional[np.ndarray] = None  # [B] each sample's busiest atomic sector's operations (Work.atomic_ops)
     caps: Optional[jnp.ndarray] = None  # [B] each sample's window (`timing.stack`)
+    interval_shape: Optional[timing.Shape] = None  # the interval model's shape (`interval.steps` of the group)
+    widths: tuple = ()  # the register operand columns the group's instructions use (`interval.operand_widths`)
 
 
-def groups(samples: list[Sample], params: Optional[dict] = None) -> list[Group]:
+def groups(samples: list[Sample], params: Optional[dict] = None, replay: str = "fast") -> list[Group]:
     """Stack samples into groups of one replay shape (warp/block slots, schedulers, steps), padding the
-    per-kernel arrays, queues and simulated SMs to the group's largest. params: the fast replay's steps
-    are those that cover each group's window with these parameters (`timing.stacked_replay`), else the
-    estimate `timing.fast_steps`."""
+    per-kernel arrays, queues and simulated SMs to the group's largest. params: the steps of `replay` (the
+    fast replay or the interval model) are those that cover each group's window with these parameters
+    (`timing.stacked_replay`), else the estimates `timing.fast_steps` and `interval.steps`."""
     by = {}
     for i, s in enumerate(samples):
         w = s.work
@@ -214,12 +217,16 @@ def groups(samples: list[Sample], params: Optional[dict] = None) -> list[Group]:
         shape, n_regs, kern, queues, n_queue, share, total, caps = stacked
         steps = max(timing.fast_steps(dataclasses.replace(samples[i].work, shape=dataclasses.replace(
             samples[i].work.shape, inner=shape.inner))) for i in idx)
-        if params is not None:
-            _, steps = timing.stacked_replay([samples[i].work for i in idx], params, jnp.int32(1), "fast",
-                                             stacked=stacked, with_steps=True)
+        iv_steps = max(interval.steps(dataclasses.replace(samples[i].work, shape=dataclasses.replace(
+            samples[i].work.shape, inner=shape.inner))) for i in idx)
+        if params is not None:  # the steps that cover the windows with these parameters
+            _, st = timing.stacked_replay([samples[i].work for i in idx], params, jnp.int32(1), replay,
+                                          stacked=stacked, with_steps=True)
+            steps, iv_steps = (st, iv_steps) if replay == "fast" else (steps, st)
         out.append(Group(shape, n_regs, kern, queues, n_queue, share, total, idx,
                          dataclasses.replace(shape, steps=steps),
-                         np.asarray([samples[i].work.atomic_ops for i in idx], np.float32), caps))
+                         np.asarray([samples[i].work.atomic_ops for i in idx], np.float32), caps,
+                         dataclasses.replace(shape, steps=iv_steps), interval.operand_widths(kern)))
     return out
 
 
@@ -227,6 +234,9 @@ def _group_cycles(params, g: Group, policy: int, replay: str = "exact"):
     if replay == "fast":
         f = lambda k, q, n, sh, to, cap: jnp.max(timing.replay_sms_fast(  # noqa: E731
             params, k, q, n, sh, to, policy, cap, g.fast_shape, g.n_regs)["cycles"])
+    elif replay == "interval":
+        f = lambda k, q, n, sh, to, cap: jnp.max(interval.replay_sms_interval(  # noqa: E731
+            params, k, q, n, sh, to, policy, cap, g.interval_shape, g.n_regs, g.widths)["cycles"])
     else:
         f = lambda k, q, n, sh, to, cap: jnp.max(timing.replay_sms(  # noqa: E731
             params, k, q, n, sh, to, policy, g.shape, g.n_regs, cap)["cycles"])
@@ -431,7 +441,7 @@ def fit(samples: list[Sample], arch: str = "h200", steps: int = 40, lr: float = 
 
 def evaluate(samples: list[Sample], params: dict, replay: str = "exact") -> list[dict]:
     """Per sample: measured and predicted cycles / ms and the relative error of the time."""
-    gs = groups(samples, params if replay == "fast" else None)
+    gs = groups(samples, params if replay != "exact" else None, replay)
     cyc = np.asarray(jax.jit(lambda p: predict_cycles(p, gs, len(samples), replay=replay))(params), np.float64)
     rows = []
     for s, c in zip(samples, cyc):

@@ -43,133 +43,20 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxsimt.timing import interval
 from jaxsimt.timing import trace as tr
+from jaxsimt.timing.machine import (  # noqa: F401  (the SM's pieces, also this module's public names)
+    BAR, BRANCH, CHECKPOINT, LG, LONG, MATH, MIO, NOINST, NOT_SELECTED, POLICIES, REASONS, SELECTED, SHORT, WAIT,
+    Kernel, Shape, _INF, _KIND, _THROTTLE, _class_tables, _clock, _data_stage_cycles, _next_blocks, _pad, _pow2,
+    _sm_start, _window_result, kernel_arrays, params_of, predicted_clock, predicted_ms, starting_params)
 from jaxsimt.arch import Arch, get_arch
 
-REASONS = ("selected", "not_selected", "wait", "short_scoreboard", "long_scoreboard", "barrier",
-           "branch_resolving", "math_pipe_throttle", "mio_throttle", "lg_throttle", "no_instruction")
-SELECTED, NOT_SELECTED, WAIT, SHORT, LONG, BAR, BRANCH, MATH, MIO, LG, NOINST = range(len(REASONS))
-POLICIES = ("lrr", "gto")
-
-# per timing class: the scoreboard kind its result sets, and the throttle reason of its pipe
-_KIND = np.array([WAIT, WAIT, SHORT, WAIT, SHORT, LONG, WAIT, WAIT, SHORT], np.int32)
-_THROTTLE = np.array([MATH, MATH, MATH, MATH, MIO, LG, MATH, MATH, MIO], np.int32)
-_INF = np.float32(3e38)  # a numpy scalar: a jnp one at import would start JAX's backends
-CHECKPOINT = True
 # The replay window (steps of one SM; longer queues are extrapolated from its second half, `window_steps`):
 # at least WINDOW_MIN, at most WINDOW_MAX, and at most WINDOW_BUDGET steps over all simulated SMs of one
 # replay (its timeline holds a few floats per step and SM).
 WINDOW_MIN = 8192
 WINDOW_MAX = 65536
 WINDOW_BUDGET = 1 << 21
-
-
-def params_of(arch: "Arch | str") -> dict:
-    """The architecture's timing parameters as a dict of float32 scalars (a pytree for jax.grad): the
-    calibrated ones (`Arch.timing_fitted`) where they exist, else the starting values (`Arch.timing`)."""
-    arch = get_arch(arch)
-    t = arch.timing_fitted or arch.timing
-    return {k: jnp.asarray(float(v), jnp.float32) for k, v in dataclasses.asdict(t).items()}
-
-
-def starting_params(arch: "Arch | str") -> dict:
-    """The architecture's starting (uncalibrated) timing parameters, as `params_of`."""
-    arch = get_arch(arch)
-    return {k: jnp.asarray(float(v), jnp.float32) for k, v in dataclasses.asdict(arch.timing).items()}
-
-
-@dataclass(frozen=True)
-class Shape:
-    """Static sizes of one replay (part of the compiled shape)."""
-
-    warp_slots: int  # WS
-    block_slots: int  # RB
-    schedulers: int  # NSCH
-    steps: int  # S = outer * inner
-    inner: int  # steps per checkpointed chunk
-    sectors_per_wavefront: int = 4  # sectors the L1TEX data stage moves per wavefront (banks x width / sector)
-
-
-Kernel = dict  # per-kernel arrays (a dict pytree): cls/dst/src/requests/sectors/wavefronts/hit_l1/to_dram/flops
-# [NI], pcs [NW, L], length [NW], wpb [], blocks [] (resident blocks per SM)
-
-
-def _pad(a: np.ndarray, n: int, axis: int = 0, value=0) -> np.ndarray:
-    width = [(0, 0)] * a.ndim
-    width[axis] = (0, n - a.shape[axis])
-    return np.pad(a, width, constant_values=value)
-
-
-def kernel_arrays(t: tr.Trace, blocks_per_sm: int, NI: int = 0, NW: int = 0, L: int = 0) -> Kernel:
-    """The replay's per-kernel arrays, padded to powers of two (or to NI / NW / L when larger) so that
-    kernels of similar sizes share one compiled replay and can be stacked into one batch."""
-    flops = np.asarray([float(o.operation.attr("flops", 0) or 0) for _, o in t.program.instructions()],
-                       np.float32)
-    NI = max(NI, _pow2(max(len(t.cls), 64)))
-    NW = max(NW, _pow2(max(t.pcs.shape[0], 32)))
-    L = max(L, _pow2(max(t.pcs.shape[1], 64)))
-    f32 = lambda a: jnp.asarray(_pad(np.asarray(a, np.float32), NI))  # noqa: E731
-    length = np.minimum(t.length, t.pcs.shape[1]).astype(np.int32)
-    folded = t.folded if t.folded is not None else np.zeros(len(t.cls), bool)
-    return Kernel(cls=jnp.asarray(_pad(t.cls, NI, value=tr.ALU)), dst=jnp.asarray(_pad(t.dst, NI, value=-1)),
-                  src=jnp.asarray(_pad(t.src, NI, value=-1)), requests=f32(t.requests), sectors=f32(t.sectors),
-                  wavefronts=f32(t.wavefronts), hit_l1=f32(t.hit_l1), to_dram=f32(t.to_dram), flops=f32(flops),
-                  folded=jnp.asarray(_pad(folded, NI, value=False)),
-                  pcs=jnp.asarray(_pad(_pad(t.pcs, L, 1, -1), NW, 0, -1)), length=jnp.asarray(_pad(length, NW)),
-                  wpb=jnp.int32(t.warps_per_block), blocks=jnp.int32(blocks_per_sm))
-
-
-def _class_tables(p: dict, nsch):
-    lat = jnp.stack([p["alu_latency"], p["fma_latency"], p["sfu_latency"], p["tensor_latency"],
-                     p["shared_latency"], p["l1_latency"], jnp.float32(0.0), p["branch_latency"],
-                     p["shared_latency"]])
-    issue = jnp.stack([p["alu_issue"], p["fp32_issue"], p["sfu_issue"], p["tensor_issue"], p["lsu_issue"],
-                       p["lsu_issue"], p["control_issue"], p["control_issue"], p["lsu_issue"]])
-    return lat, issue
-
-
-def _data_stage_cycles(req, sec, shape: Shape, p: dict):
-    """Cycles a global access's sectors hold the L1TEX data stage (the pipe shared accesses use) after its tag
-    stage: max(requests, sectors / sectors per wavefront) wavefronts."""
-    return jnp.maximum(req, sec / shape.sectors_per_wavefront) * p["shared_cycles_per_wavefront"]
-
-
-def _sm_start(p: dict, k: Kernel, queue, n_queue, share, shape: Shape, n_regs: int):
-    """What both replays of one SM start from: the warp slots' layout (slot j [WS]: its block slot, warp in
-    block, scheduler, whether a warp can be there), the class tables and the SM's bandwidth shares, the
-    first blocks of the queue in their slots and their start times, and the carry both replays keep.
-    Returns (layout dict, carry dict)."""
-    WS, RB, NSCH = shape.warp_slots, shape.block_slots, shape.schedulers
-    j = jnp.arange(WS, dtype=jnp.int32)
-    wpb = k["wpb"]
-    R = jnp.minimum(k["blocks"], RB)
-    bslot = jnp.minimum(j // wpb, RB - 1)
-    wib = j % wpb
-    t0 = p["block_launch_cycles"]
-    n_first = jnp.minimum(R, n_queue)
-    rb = jnp.arange(RB, dtype=jnp.int32)
-    slot_tb = jnp.where(rb < n_first, queue[jnp.minimum(rb, queue.shape[0] - 1)], -1)
-    # the first blocks start block_dispatch_cycles apart (all at t0 without a dispatch limit)
-    disp_dt = p["block_dispatch_cycles"]
-    start0 = t0 + rb.astype(jnp.float32) * disp_dt
-    lat, issue = _class_tables(p, NSCH)
-    f0 = jnp.float32(0)
-    layout = dict(
-        j=j, wpb=wpb, R=R, bslot=bslot, wib=wib, valid=j < R * wpb, sched=j % NSCH, rb=rb, lat=lat, issue=issue,
-        kind_t=jnp.asarray(_KIND), thr_t=jnp.asarray(_THROTTLE),
-        sectors_per_cycle_l2=p["l2_bytes_per_cycle"] * share / 32.0,
-        sectors_per_cycle_dram=p["dram_gbytes_per_s"] / _clock(p, k) * share / 32.0,
-        t0=t0, disp_dt=disp_dt, slot_tb=slot_tb, start0=start0, f0=f0)
-    carry = dict(
-        t_sched=jnp.zeros(NSCH, jnp.float32), last=jnp.full(NSCH, -1, jnp.int32),
-        pipe=jnp.zeros((NSCH, tr.N_CLASSES), jnp.float32), mio=f0, l1=f0, l2=f0, dram=f0,
-        slot_tb=slot_tb, slot_start=start0, qnext=n_first,
-        disp=t0 + (n_first - 1).astype(jnp.float32) * disp_dt,  # when the SM last started a block
-        pos=jnp.zeros(WS, jnp.int32), wfree=start0[bslot], wreason=jnp.full(WS, NOINST, jnp.int32),
-        last_issue=start0[bslot] - 1.0, reg_t=jnp.zeros((WS, n_regs), jnp.float32), bar=jnp.zeros(WS, bool),
-        done=jnp.zeros(WS, bool), wend=jnp.zeros(WS, jnp.float32), age=(bslot * wpb + wib).astype(jnp.int32),
-        stall=jnp.zeros((WS, len(REASONS)), jnp.float32), end_t=f0, occ=f0, issued=jnp.int32(0))
-    return layout, carry
 
 
 def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: Shape, n_regs: int, cap=None):
@@ -372,7 +259,7 @@ replay = jax.jit(replay_sms, static_argnames=("shape", "n_regs"))
 # which free block slot takes the next queued block when several free in one step, and the scoreboard
 # kind charged when two registers are ready at the same time.
 
-REPLAYS = ("exact", "fast")
+REPLAYS = ("exact", "fast", "interval")  # "interval": jaxsimt/timing/interval.py
 FAST_INTERVAL = 16.0  # schedulers whose next issue falls within this many cycles of the SM's earliest one share a step
 FAST_SLACK = 1.5  # fast steps per instruction of the busiest scheduler in the window (steps it does not issue)
 
@@ -568,25 +455,15 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
         blk_end = jnp.maximum(c["wend_max"], jnp.max(jnp.where(bmask & finished[:, None], (T + 1.0)[:, None], 0.0), axis=0))
         blk_done = jnp.any(bmask & finished[:, None], axis=0) & (n_done >= n_members)
         occ = c["occ"] + jnp.sum(jnp.where(blk_done, (n_members * (c["slot_tb"] >= 0)) * (blk_end - c["slot_start"]), 0.0))
-        brank = jnp.cumsum(blk_done.astype(jnp.int32)) - blk_done.astype(jnp.int32)
-        qi = c["qnext"] + brank
-        more = blk_done & (qi < n_queue)
-        nxt = jnp.where(more, queue[jnp.minimum(qi, queue.shape[0] - 1)], -1)
-        slot_tb_new = jnp.where(blk_done, nxt, c["slot_tb"])
-        # block k of the SM starts no sooner than block_dispatch_cycles after block k - 1
-        rf = brank.astype(jnp.float32)
-        chain = lax.cummax(jnp.where(more, blk_end + p["block_launch_cycles"] - rf * disp_dt, -_INF))
-        start = jnp.where(disp_dt > 0, jnp.maximum(jnp.maximum(chain + rf * disp_dt, blk_end + p["block_launch_cycles"]),
-                                                   c["disp"] + (rf + 1.0) * disp_dt),
-                          blk_end + p["block_launch_cycles"])
+        nx = _next_blocks(p, lo, c, blk_done, blk_end, queue, n_queue)
+        slot_tb_new, start, qi, more = nx["slot_tb"], nx["start"], nx["index"], nx["more"]
         slot_start = jnp.where(blk_done, start, c["slot_start"])
-        disp = jnp.where(jnp.any(more), jnp.max(jnp.where(more, start, -_INF)), c["disp"])
-        qnext = c["qnext"] + jnp.sum(more.astype(jnp.int32))
+        disp, qnext = nx["disp"], nx["qnext"]
         n_done = jnp.where(blk_done, jnp.where(more, 0, n_members), n_done)
         wend_max = jnp.where(blk_done, 0.0, blk_end)
         fresh = blk_done[bslot] & valid
         pos = jnp.where(fresh, 0, pos)
-        done = jnp.where(fresh, nxt[bslot] < 0, done)
+        done = jnp.where(fresh, nx["next"][bslot] < 0, done)
         wfree = jnp.where(fresh, start[bslot], wfree)
         wreason = jnp.where(fresh, NOINST, wreason)
         last_issue = jnp.where(fresh, start[bslot] - 1.0, last_issue)
@@ -613,22 +490,7 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
     inner = functools.partial(lax.scan, step, length=shape.inner)
     chunk = jax.checkpoint(lambda c, _: inner(c, None)) if CHECKPOINT else (lambda c, _: inner(c, None))
     c, ys = lax.scan(chunk, c, None, length=shape.steps // shape.inner)
-    n_cum, t_run = ys[7].reshape(-1), ys[8].reshape(-1)
-    ys = tuple(y.reshape(-1) for y in ys[:7])
-    finished = (c["qnext"] >= n_queue) & jnp.all(c["slot_tb"] < 0)
-    # steady-state extrapolation from the window's second half of instructions, as `_replay_sm`
-    n_end = c["issued"]
-    kh = jnp.argmax(n_cum >= n_end // 2)
-    t_half, n_half = t_run[kh], n_cum[kh]
-    t_last = c["t_last"]
-    rate = jnp.maximum(n_end - n_half, 1).astype(jnp.float32) / jnp.maximum(t_last - t_half, 1e-3)
-    extra = jnp.maximum(total - n_end, 0.0) / rate
-    window_end = jnp.where(finished, c["end_t"], t_last + 1.0)
-    cycles = jnp.where(finished, c["end_t"], window_end + extra)
-    running = c["slot_tb"] >= 0
-    occ = c["occ"] + jnp.sum(jnp.where(running, n_members * (window_end - c["slot_start"]), 0.0))
-    return {"cycles": cycles, "finished": finished, "window_cycles": window_end, "issued": c["issued"],
-            "stall": c["stall"], "warp_cycles": occ, "timeline": ys}
+    return _window_result(c, ys, n_queue, total, n_members)
 
 
 def replay_sms_fast(params: dict, k: Kernel, queues, n_queue, share, total, policy, cap, shape: Shape, n_regs: int):
@@ -660,10 +522,6 @@ class Work:
     occupancy_blocks: int
     # L2 operations of the kernel's global atomics on their busiest sector (`launch_timing.atomic_hot_ops`)
     atomic_ops: float = 0.0
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(0, int(n - 1).bit_length())
 
 
 def warmup(t: tr.Trace) -> int:
@@ -791,6 +649,10 @@ def run(work: Work, params: dict, policy: str = "gto", replay: str = "exact") ->
         return _covering(lambda steps: replay_fast(*args, jnp.int32(work.shape.steps), n_regs=work.n_regs,
                                                    shape=dataclasses.replace(work.shape, steps=steps)),
                          fast_steps(work), work.shape.steps, work.total)[0]
+    if replay == "interval":
+        return _covering(lambda steps: interval.replay_interval(
+            *args, jnp.int32(work.shape.steps), n_regs=work.n_regs, shape=dataclasses.replace(work.shape, steps=steps),
+            widths=interval.operand_widths(work.kernel)), interval.steps(work), work.shape.steps, work.total)[0]
     return globals()["replay"](*args, shape=work.shape, n_regs=work.n_regs)
 
 
@@ -853,6 +715,14 @@ def _replay_batch_fast(params, kern, queues, n_queue, share, total, policy, caps
     return jax.vmap(f)(kern, queues, n_queue, share, total, caps)
 
 
+@functools.partial(jax.jit, static_argnames=("shape", "n_regs", "widths"))
+def _replay_batch_interval(params, kern, queues, n_queue, share, total, policy, caps, shape: Shape, n_regs: int,
+                           widths: tuple):
+    f = lambda k, q, n, sh, to, cap: interval.replay_sms_interval(  # noqa: E731
+        params, k, q, n, sh, to, policy, cap, shape, n_regs, widths)
+    return jax.vmap(f)(kern, queues, n_queue, share, total, caps)
+
+
 def stacked_replay(works: list, params: dict, policy, replay: str = "exact", stacked=None, with_steps: bool = False):
     """The per-SM results [B, M, ...] of works stacked by `stack` (pass `stacked` to reuse a stacking):
     one vmapped replay, exact or fast (its steps: the most any of the works needs, `fast_steps`, doubled
@@ -864,6 +734,13 @@ def stacked_replay(works: list, params: dict, policy, replay: str = "exact", sta
         out, steps = _covering(lambda st: _replay_batch_fast(
             params, kern, queues, n_queue, share, total, policy, caps,
             shape=dataclasses.replace(shape, steps=st), n_regs=n_regs), steps, shape.steps, total, caps[:, None])
+        return (out, steps) if with_steps else out
+    if replay == "interval":
+        steps = min(shape.steps, max(interval.steps(dataclasses.replace(w, shape=dataclasses.replace(
+            w.shape, inner=shape.inner))) for w in works))
+        out, steps = _covering(lambda st: _replay_batch_interval(
+            params, kern, queues, n_queue, share, total, policy, caps, shape=dataclasses.replace(shape, steps=st),
+            n_regs=n_regs, widths=interval.operand_widths(kern)), steps, shape.steps, total, caps[:, None])
         return (out, steps) if with_steps else out
     out = _replay_batch(params, kern, queues, n_queue, share, total, policy, caps, shape=shape, n_regs=n_regs)
     return (out, shape.steps) if with_steps else out
@@ -900,23 +777,6 @@ def kernel_cycles(work: Work, params: dict, policy: str = "gto", replay: str = "
     """Cycles of the whole kernel (its slowest SM, or its busiest atomic sector): a differentiable scalar
     of `params`."""
     return with_atomics(jnp.max(run(work, params, policy, replay)["cycles"]), work.atomic_ops, params)
-
-
-def predicted_ms(cycles, params: dict, tensor=False):
-    """Kernel time in ms: cycles at the SM clock (`tensor_clock_ghz` for kernels that issue Tensor Core
-    instructions, `tensor` [...] bool, where the architecture has one) plus the fixed launch overhead."""
-    return cycles / (predicted_clock(params, tensor) * 1e6) + params["launch_overhead_us"] * 1e-3
-
-
-def _clock(p: dict, k: Kernel):
-    """The SM clock (GHz) the kernel runs at: the tensor clock if it issues Tensor Core instructions."""
-    return predicted_clock(p, jnp.any(k["cls"] == tr.TENSOR))
-
-
-def predicted_clock(params: dict, tensor=False):
-    """The SM clock (GHz): `tensor_clock_ghz` where `tensor` (and the architecture has one), else `clock_ghz`."""
-    tc = params.get("tensor_clock_ghz", 0.0)
-    return jnp.where(jnp.asarray(tensor) & (tc > 0), tc, params["clock_ghz"])
 
 
 def uses_tensor(work: "Work") -> bool:
