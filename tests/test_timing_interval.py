@@ -24,7 +24,8 @@ INTERVAL_TOLERANCE = 0.05
 
 
 def _mva_by_hand(D, Z, N, local=None):
-    """Mean value analysis written out, one customer at a time (numpy)."""
+    """Mean value analysis in its textbook form (think time Z, residence R = D (1 + Q)), one customer at a time
+    (numpy)."""
     local = np.ones(len(D)) if local is None else np.asarray(local)
     q = np.zeros(len(D))
     for n in range(1, N + 1):
@@ -42,23 +43,24 @@ def _wide():
 
 def test_mva_against_the_recursion_by_hand():
     # one queue, D = 2, Z = 8: X(1) = 1/10; Q(1) = 0.2, R(2) = 2.4, X(2) = 2/10.4; R(3) = 2(1 + 2 * 2.4/10.4)
-    x, r = iv.mva(jnp.asarray([2.0]), jnp.float32(8.0), jnp.float32(1), 8, jnp.asarray([1.0]))
+    # (`mva` takes a customer's time alone, think time plus service: 10)
+    x, r = iv.mva(jnp.asarray([2.0]), jnp.float32(10.0), jnp.float32(1), 8, jnp.asarray([1.0]))
     assert float(x) == pytest.approx(0.1) and float(r[0]) == pytest.approx(2.0)
-    x, r = iv.mva(jnp.asarray([2.0]), jnp.float32(8.0), jnp.float32(3), 8, jnp.asarray([1.0]))
+    x, r = iv.mva(jnp.asarray([2.0]), jnp.float32(10.0), jnp.float32(3), 8, jnp.asarray([1.0]))
     assert float(r[0]) == pytest.approx(2.0 * (1 + 2 * 2.4 / 10.4), rel=1e-5)
     assert float(x) == pytest.approx(3 / (8 + float(r[0])), rel=1e-5)
     D, local = [3.0, 1.0, 0.5], [0.25, 1.0, 1.0]
     for n in (1, 5, 17, 64):
-        x, r = iv.mva(jnp.asarray(D), jnp.float32(20.0), jnp.float32(n), 64, jnp.asarray(local))
+        x, r = iv.mva(jnp.asarray(D), jnp.float32(20.0 + sum(D)), jnp.float32(n), 64, jnp.asarray(local))
         xe, re = _mva_by_hand(D, 20.0, n, local)
         assert float(x) == pytest.approx(xe, rel=1e-4) and np.asarray(r) == pytest.approx(re, rel=1e-4)
 
 
 def test_mva_saturates_at_the_bottleneck():
     # many customers: throughput 1 / (largest demand); a queue of NSCH copies serves NSCH times as many
-    x, _ = iv.mva(jnp.asarray([2.0, 0.5]), jnp.float32(10.0), jnp.float32(400), 400, jnp.asarray([1.0, 1.0]))
+    x, _ = iv.mva(jnp.asarray([2.0, 0.5]), jnp.float32(12.5), jnp.float32(400), 400, jnp.asarray([1.0, 1.0]))
     assert float(x) == pytest.approx(0.5, rel=1e-2)
-    x, _ = iv.mva(jnp.asarray([2.0, 0.5]), jnp.float32(10.0), jnp.float32(400), 400, jnp.asarray([0.25, 1.0]))
+    x, _ = iv.mva(jnp.asarray([2.0, 0.5]), jnp.float32(12.5), jnp.float32(400), 400, jnp.asarray([0.25, 1.0]))
     assert float(x) == pytest.approx(2.0, rel=2e-2)
 
 

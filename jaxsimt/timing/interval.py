@@ -12,19 +12,21 @@ This model splits the SM's time in two, as GPUMech (Huang et al., MICRO 2014) an
    issue cycles on the warp schedulers and their pipes, wavefronts of the MIO / L1TEX data pipe, cycles of the
    L1 stage, of the SM's share of L2 and of DRAM bandwidth.
 2. **The warps together.** The N resident warps are N customers of a closed queueing network whose queues are
-   those resources (the schedulers' and pipes' share split over the schedulers, the rest shared by the SM),
-   each warp visiting them with its window's demands D_r and spending the rest of T1, Z = T1 - sum D_r, in
-   latencies. Exact mean value analysis (MVA) over the population 1..N gives the throughput X(N), and the
-   window's time with contention, T = N / X(N); with N = 1 it is T1. Every time of the isolated pass is
-   stretched by T / T1 (the extrapolation of long queues included): with no contention they are the isolated
-   ones, when one resource saturates the window takes N D_r of it.
+   those resources (the schedulers' and pipes' share split over the schedulers, the rest shared by the SM).
+   Each warp takes T1 per pass through the window alone, its service D_r at each queue included; together it
+   also waits at each queue for the service of the warps ahead of it. Exact mean value analysis (MVA) over the
+   population 1..N gives the throughput X(N) and the window's time with contention, T = N / X(N); with N = 1
+   it is T1, and when one resource saturates the window takes N D_r of it. The window's two halves (the warps'
+   first pass, then the steady state the extrapolation continues) are analysed apart, and every time of the
+   isolated pass is stretched by its half's T / T1, the extrapolation of long queues included.
 
 A step issues up to one instruction per resident warp (64 on an H200 SM at full occupancy) with no interaction
 between warps but their block's barrier, so a whole-GPU window of W instructions per SM takes about W / 64
 steps of cheap, elementwise work. What the model leaves out, against the exact replay: which warp waits when
 several contend (MVA is a mean over them), the order of the memory queues (tandem stages count as separate
-queues), burstiness (all warps loading at once at a block's start is averaged over the window) and the extra
-barrier wait contention causes. The departures on the calibration samples are in docs/timing.md ("The interval
+queues), burstiness (all warps loading at once at a block's start is averaged over the window half), the extra
+barrier wait contention causes, and stores: a warp does not wait for its stores, so the exact replay ends a
+kernel with the stores still draining where MVA charges them to the warps that issued them. The departures on the calibration samples are in docs/timing.md ("The interval
 model"); the exact replay stays the reference.
 
 Shapes as in `replay.py`: WS warp slots, RB block slots, NSCH schedulers, NR register slots, S steps.
@@ -218,16 +220,19 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
     return out
 
 
-def mva(demand, think, n, n_max: int, local):
+def mva(demand, alone, n, n_max: int, local):
     """Exact mean value analysis of a closed network: `n` customers (warps; at most the static `n_max`), each
-    with `demand` [Q] service cycles at each queue per cycle through the network and `think` cycles of pure
-    delay; a queue with `local` [Q] true is one of NSCH equal copies a customer sees only its own share of
-    (`local` holds that share, 1 for a queue every customer shares). Returns the throughput X(n) (cycles through
-    the network per unit time) and the mean time each customer spends at each queue [Q]."""
+    taking `alone` cycles per cycle through the network when it is alone (its service included), with `demand`
+    [Q] cycles of service at each queue in it; a queue of which the SM has NSCH equal copies, a customer seeing
+    only its own, has `local` [Q] 1 / NSCH (else 1). By the arrival theorem a customer finds at each queue the
+    mean queue the other n - 1 leave there and waits for their service: R_q(n) = D_q Q_q(n - 1) local_q,
+    X(n) = n / (alone + sum_q R_q(n)), Q_q(n) = X(n) (R_q(n) + D_q) (the standard recursion with the think time
+    alone - sum D, which here is never negative). Returns the throughput X(n) (cycles through the network per
+    unit time) and the mean time a customer spends at each queue, waiting and served [Q]."""
     def body(q, i):
-        r = demand * (1.0 + q * local)  # arrival theorem: the queue left by n - 1 customers, seen on arrival
-        x = i / jnp.maximum(think + jnp.sum(r), 1e-9)
-        return jnp.where(i <= n, x * r, q), (x, r)
+        r = demand * q * local
+        x = i / jnp.maximum(alone + jnp.sum(r), 1e-9)
+        return jnp.where(i <= n, x * (r + demand), q), (x, r + demand)
 
     _, (xs, rs) = lax.scan(body, jnp.zeros_like(demand), jnp.arange(1, n_max + 1, dtype=jnp.float32))
     idx = jnp.clip(n - 1, 0, n_max - 1).astype(jnp.int32)
@@ -248,8 +253,8 @@ def _interval_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
     def contended(t_iso, demand):  # MVA's time for a stretch of the window the warps took t_iso cycles alone
         t_iso = jnp.maximum(t_iso, 1.0)
         per_warp = demand / n
-        x, resid = mva(per_warp, jnp.maximum(t_iso - jnp.sum(per_warp), 0.0), n, shape.warp_slots, local)
-        return jnp.maximum(n / jnp.maximum(x, 1e-9), t_iso), jnp.maximum(resid - per_warp, 0.0)
+        x, resid = mva(per_warp, t_iso, n, shape.warp_slots, local)
+        return n / jnp.maximum(x, 1e-9), jnp.maximum(resid - per_warp, 0.0)
 
     # the window's first half (the warps' first pass: startup), then its second (the steady state, which the
     # extrapolation continues), each stretched by its own contention
