@@ -6,8 +6,9 @@ timing parameters (`jaxsimt.arch.H200.timing`, fitted by `--calibrate` on the tr
 `jaxsimt.apps.calibrate`), reported as MAPE per split and family and, over the ladder, Spearman's rank
 correlation of predicted vs measured times per size. Throughput: warp instructions replayed per second
 (steady state, median of repeats, compile time apart), on the default JAX device. `--replay-speed`: the
-exact (cycle-by-cycle) and the fast replay (`timing.run(..., replay="fast")`) of the ladder's rungs on the
-whole GPU, their speeds and speed-up, and the fast replay's departure from the exact one on every sample.
+exact (cycle-by-cycle) and the fast replay (`timing.run(..., replay="fast")`) and the interval model
+(`replay="interval"`) of the ladder's rungs on the whole GPU, their speeds and speed-ups, and the departures of
+the fast replay and the interval model from the exact one on every sample.
 
     PYTHONPATH=$PWD python benchmarks/bench_timing.py [--calibrate] [--cache samples.pkl] [--quick]
     PYTHONPATH=$PWD python benchmarks/bench_timing.py --replay-speed --cache samples/
@@ -163,10 +164,12 @@ def whole_gpu(work, num_sms: int):
 
 
 def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
-    """Warp instructions per second of the exact and the fast replay of one sample on the whole GPU (every
-    SM replayed): compile time apart, steady state as the median of `repeats` runs; the kernel cycles of
-    both and their relative difference."""
+    """Warp instructions per second of the exact and the fast replay and of the interval model, one sample on the
+    whole GPU (every SM replayed): compile time apart, steady state as the median of `repeats` runs; the kernel
+    cycles of each and their relative difference from the exact replay's."""
     import dataclasses
+
+    from jaxsimt.timing import interval
 
     jnp = jax.numpy
     w = whole_gpu(s.work, num_sms)
@@ -174,13 +177,14 @@ def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
             jnp.asarray(w.total), jnp.int32(1))
     row = {"sample": f"{s.name}@{s.size}", "sms": num_sms, "window": w.shape.steps, "warp_slots": w.shape.warp_slots}
     for name in timing.REPLAYS:
-        steps = w.shape.steps if name == "exact" else timing.fast_steps(w)
-        while True:  # the fast replay's steps cover the window (`timing._covering`)
+        steps = {"exact": w.shape.steps, "fast": timing.fast_steps(w), "interval": interval.steps(w)}[name]
+        fn = {"exact": timing.replay, "fast": timing.replay_fast, "interval": interval.replay_interval}[name]
+        extra = () if name == "exact" else (jnp.int32(w.shape.steps),)
+        kw = {"widths": interval.operand_widths(w.kernel)} if name == "interval" else {}
+        while True:  # the steps cover the window (`timing._covering`)
             shape = dataclasses.replace(w.shape, steps=steps)
-            extra = () if name == "exact" else (jnp.int32(w.shape.steps),)
-            fn = timing.replay if name == "exact" else timing.replay_fast
             t0 = time.perf_counter()
-            compiled = fn.lower(*args, *extra, shape=shape, n_regs=w.n_regs).compile()
+            compiled = fn.lower(*args, *extra, shape=shape, n_regs=w.n_regs, **kw).compile()
             compile_s = time.perf_counter() - t0
             out = compiled(*args, *extra)
             jax.block_until_ready(out)
@@ -199,33 +203,41 @@ def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
         row[name] = {"steps": steps, "compile_s": compile_s, "median_s": med, "times_s": times,
                      "warp_instructions": issued, "warp_instructions_per_s": issued / med,
                      "kernel_cycles": float(np.max(np.asarray(out["cycles"])))}
-    row["speedup"] = row["fast"]["warp_instructions_per_s"] / row["exact"]["warp_instructions_per_s"]
-    row["cycles_rel_diff"] = row["fast"]["kernel_cycles"] / row["exact"]["kernel_cycles"] - 1.0
+    for name in timing.REPLAYS[1:]:
+        row[f"speedup_{name}"] = row[name]["warp_instructions_per_s"] / row["exact"]["warp_instructions_per_s"]
+        row[f"cycles_rel_diff_{name}"] = row[name]["kernel_cycles"] / row["exact"]["kernel_cycles"] - 1.0
     return row
 
 
 def replay_speed_all(s_all, params, repeats: int = 3) -> dict:
-    """`replay_speed` of the ladder's rungs at its largest size: the table of docs/timing.md."""
+    """`replay_speed` of the ladder's rungs at its largest size, and the departure of the fast replay and the
+    interval model from the exact replay on every sample: the tables of docs/timing.md."""
     lad = [s for s in s_all if s.family == "ladder"]
     n = max(s.size for s in lad)
     rows = [replay_speed(s, params, repeats) for s in sorted(lad, key=lambda s: s.name) if s.size == n]
-    print(f"{'sample':<24} {'SMs':>4} {'exact wi/s':>11} {'fast wi/s':>11} {'speed-up':>8} {'compile exact':>13} "
-          f"{'compile fast':>12} {'cycles fast/exact - 1':>21}")
+    print(f"{'sample':<24} {'SMs':>4} {'exact wi/s':>11} {'fast wi/s':>11} {'interval wi/s':>13} {'fast':>7} "
+          f"{'interval':>8} {'compile e/f/i (s)':>18} {'cycles fast/exact-1':>19} {'interval/exact-1':>16}")
     for r in rows:
         print(f"{r['sample']:<24} {r['sms']:>4} {r['exact']['warp_instructions_per_s']:>11.3g} "
-              f"{r['fast']['warp_instructions_per_s']:>11.3g} {r['speedup']:>7.2f}x {r['exact']['compile_s']:>12.1f}s "
-              f"{r['fast']['compile_s']:>11.1f}s {100 * r['cycles_rel_diff']:>20.2f}%")
-    # the departure of the fast replay from the exact one, kernel cycles of every sample (batched replays)
+              f"{r['fast']['warp_instructions_per_s']:>11.3g} {r['interval']['warp_instructions_per_s']:>13.3g} "
+              f"{r['speedup_fast']:>6.1f}x {r['speedup_interval']:>7.1f}x "
+              f"{r['exact']['compile_s']:>6.1f}/{r['fast']['compile_s']:.1f}/{r['interval']['compile_s']:.1f} "
+              f"{100 * r['cycles_rel_diff_fast']:>18.2f}% {100 * r['cycles_rel_diff_interval']:>15.2f}%")
+    # the departures from the exact replay, kernel cycles of every sample (batched replays)
     both = {r: calibrate.evaluate(s_all, params, replay=r) for r in timing.REPLAYS}
-    dep = [{"name": e["name"], "family": e["family"], "size": e["size"], "exact_cycles": e["predicted_cycles"],
-            "fast_cycles": f["predicted_cycles"], "rel_diff": f["predicted_cycles"] / e["predicted_cycles"] - 1.0}
-           for e, f in zip(both["exact"], both["fast"])]
-    worst = max(dep, key=lambda d: abs(d["rel_diff"]))
-    print(f"fast vs exact kernel cycles over {len(dep)} samples: max |rel. diff.| {100 * abs(worst['rel_diff']):.2f}% "
-          f"({worst['name']}@{worst['size']}), mean {100 * float(np.mean([abs(d['rel_diff']) for d in dep])):.3f}%")
+    dep = {}
+    for name in timing.REPLAYS[1:]:
+        dep[name] = [{"name": e["name"], "family": e["family"], "size": e["size"],
+                      "exact_cycles": e["predicted_cycles"], f"{name}_cycles": f["predicted_cycles"],
+                      "rel_diff": f["predicted_cycles"] / e["predicted_cycles"] - 1.0}
+                     for e, f in zip(both["exact"], both[name])]
+        worst = max(dep[name], key=lambda d: abs(d["rel_diff"]))
+        print(f"{name} vs exact kernel cycles over {len(dep[name])} samples: max |rel. diff.| "
+              f"{100 * abs(worst['rel_diff']):.2f}% ({worst['name']}@{worst['size']}), "
+              f"mean {100 * float(np.mean([abs(d['rel_diff']) for d in dep[name]])):.3f}%")
     return {"platform": platform.platform(), "jax": jax.__version__, "device": str(jax.devices()[0]),
             "cpu_count": os.cpu_count(), "load_average": os.getloadavg(), "repeats": repeats, "rows": rows,
-            "departures": dep}
+            "departures": dep["fast"], "departures_interval": dep["interval"]}
 
 
 def main(argv=None) -> int:
@@ -245,7 +257,7 @@ def main(argv=None) -> int:
     ap.add_argument("--replay", choices=timing.REPLAYS, default="exact",
                     help="the replay the fit and the accuracy figures use (timing.run's replay)")
     ap.add_argument("--replay-speed", action="store_true",
-                    help="only the exact and the fast replay's speed on the whole GPU (the ladder's largest size; needs"
+                    help="only the replays' speed on the whole GPU (exact, fast, interval; the ladder's largest size; needs"
                          " --cache), into benchmarks/results/timing_replay_<device>.json")
     ap.add_argument("--out", default="")
     ap.add_argument("--sample", default="", metavar="RUNG@SIZE",

@@ -26,8 +26,8 @@ steps of cheap, elementwise work. What the model leaves out, against the exact r
 several contend (MVA is a mean over them), the order of the memory queues (tandem stages count as separate
 queues), burstiness (all warps loading at once at a block's start is averaged over the window half), the extra
 barrier wait contention causes, and stores: a warp does not wait for its stores, so the exact replay ends a
-kernel with the stores still draining where MVA charges them to the warps that issued them. The departures on the calibration samples are in docs/timing.md ("The interval
-model"); the exact replay stays the reference.
+kernel with the stores still draining where MVA charges them to the warps that issued them. The departures
+on the calibration samples are in docs/timing.md ("The interval model"); the exact replay stays the reference.
 
 Shapes as in `replay.py`: WS warp slots, RB block slots, NSCH schedulers, NR register slots, S steps.
 """
@@ -43,7 +43,7 @@ from jax import lax
 from jaxsimt.timing import machine as mc
 from jaxsimt.timing import trace as tr
 
-SLACK = 2.0  # scan steps per instruction of a resident warp's window share (steps it waits at barriers through)
+SLACK = 1.25  # scan steps per instruction of a resident warp's window share (steps it waits at barriers through)
 # the queues of the network: scheduler issue (with its pipes), MIO / L1TEX data pipe, L1 stage, L2 share, DRAM share
 QUEUES = ("issue", "mio", "l1", "l2", "dram")
 _INF = mc._INF
@@ -106,10 +106,14 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
     n_src = k["src"].shape[1]
     members = valid[None, :] & (bslot[None, :] == rb[:, None])  # [RB, WS]
     n_members = jnp.sum(members, axis=1)
-    reason_ids = jnp.arange(len(mc.REASONS), dtype=jnp.int32)[None, None, :]
+    reason_ids = jnp.arange(len(mc.REASONS), dtype=jnp.int32)[None, :]
     cls_ids = jnp.arange(tr.N_CLASSES, dtype=jnp.int32)
     # per register slot: 16 x the epoch of its warp slot's block when written + its scoreboard kind
-    c = dict(c, reg_ek=jnp.full((WS, NR), mc.WAIT, jnp.int32), wep=jnp.zeros(WS, jnp.int32),
+    c = {k_: v for k_, v in c.items() if k_ != "reg_t"}
+    # per register slot: its ready time and 16 x the epoch of its warp slot's block when written + the scoreboard
+    # kind (as a float: one array, gathered and updated in place once per step)
+    c = dict(c, reg=jnp.stack([jnp.zeros((WS, NR), jnp.float32), jnp.full((WS, NR), float(mc.WAIT), jnp.float32)], -1),
+             wep=jnp.zeros(WS, jnp.int32),
              bar_t=jnp.zeros(WS, jnp.float32), t_last=lo["f0"], demand=jnp.zeros(len(QUEUES), jnp.float32),
              pipe_d=jnp.zeros((WS, tr.N_CLASSES), jnp.float32), slot_d=jnp.zeros(WS, jnp.float32),  # per warp slot
              own_pipe=jnp.zeros((WS, tr.N_CLASSES), jnp.float32))
@@ -125,13 +129,15 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
         regs = regtab[pc]
         dst = regs[:, n_src:]
         # a register written in an earlier block of the warp slot (another epoch) reads as ready
-        ek = jnp.take_along_axis(c["reg_ek"], jnp.maximum(regs, 0), axis=1)
-        mine = (regs >= 0) & ((ek >> 4) == c["wep"][:, None])
-        rt = jnp.where(mine, jnp.take_along_axis(c["reg_t"], jnp.maximum(regs, 0), axis=1), 0.0)
+        # [WS, operands, 2], through the flat register file (a one-index gather is cheaper than take_along_axis's)
+        got = jnp.take(c["reg"].reshape(WS * NR, 2), (j[:, None] * NR + jnp.maximum(regs, 0)).reshape(-1), axis=0,
+                       mode="clip").reshape(WS, -1, 2)
+        ek = got[:, :, 1].astype(jnp.int32)
+        rt = jnp.where((regs >= 0) & ((ek >> 4) == c["wep"][:, None]), got[:, :, 0], 0.0)
         dep = jnp.max(rt, axis=1)
         dep_kind = jnp.take_along_axis(ek, jnp.argmax(rt, axis=1)[:, None], axis=1)[:, 0] & 15
         # the reads above before the register file's in-place update below (else XLA copies it every step)
-        dep, dep_kind, reg_t_in, reg_ek_in = lax.optimization_barrier((dep, dep_kind, c["reg_t"], c["reg_ek"]))
+        dep, dep_kind, reg_in = lax.optimization_barrier((dep, dep_kind, c["reg"]))
         x1 = c["wfree"]
         x2 = jnp.where(fw, x1, jnp.maximum(x1, dep))
         # the warp's own previous instruction of the class holds its pipe (other warps' uses are contention)
@@ -150,16 +156,17 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
         sb = jnp.maximum(x2 - jnp.maximum(x1, x0), 0.0)
         sc = jnp.maximum(T - jnp.maximum(x2, x0), 0.0)
         thr = row[:, C_THROTTLE].astype(jnp.int32)
-        reasons = jnp.stack([c["wreason"], dep_kind, thr, jnp.full(WS, mc.SELECTED)], axis=1)
-        amounts = jnp.stack([sa, sb, sc, jnp.ones(WS)], axis=1) * busy[:, None]
-        stall = c["stall"] + jnp.sum(jnp.where(reason_ids == reasons[:, :, None], amounts[:, :, None], 0.0), axis=1)
+        r_ = reason_ids
+        stall = c["stall"] + busy[:, None] * (jnp.where(r_ == c["wreason"][:, None], sa[:, None], 0.0)
+                                              + jnp.where(r_ == dep_kind[:, None], sb[:, None], 0.0)
+                                              + jnp.where(r_ == thr[:, None], sc[:, None], 0.0)
+                                              + jnp.where(r_ == mc.SELECTED, 1.0, 0.0))
         # -- scoreboard: only the written register slots change --
         dcol = jnp.where(go[:, None] & (dst >= 0), dst, NR)
         rows = j[:, None] + 0 * dcol
-        reg_t = reg_t_in.at[rows, dcol].set(jnp.broadcast_to(complete[:, None], dcol.shape), mode="drop")
-        reg_ek = reg_ek_in.at[rows, dcol].set(jnp.broadcast_to((c["wep"] * 16 + row[:, C_KIND].astype(jnp.int32))[:, None],
-                                                                dcol.shape),
-                                               mode="drop")
+        tag = (c["wep"] * 16 + row[:, C_KIND].astype(jnp.int32)).astype(jnp.float32)
+        reg = reg_in.at[rows, dcol].set(jnp.broadcast_to(jnp.stack([complete, tag], -1)[:, None, :], dcol.shape + (2,)),
+                                        mode="drop")
         # -- the warps --
         wfree = jnp.where(go, T + row[:, C_NEXT], x1)
         wreason = jnp.where(go, jnp.where(is_ctl & ~fw, mc.BRANCH, mc.NOT_SELECTED), c["wreason"])
@@ -183,7 +190,8 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
         blk_done = jnp.any(members & finished[None, :], axis=1) & jnp.all(~members | done[None, :], axis=1)
         blk_end = jnp.max(jnp.where(members, wend[None, :], 0.0), axis=1)
         nx = mc._next_blocks(p, lo, c, blk_done, blk_end, queue, n_queue)
-        occ = c["occ"] + jnp.sum(jnp.where(blk_done, n_members * (c["slot_tb"] >= 0) * (blk_end - c["slot_start"]), 0.0))
+        occ = c["occ"] + jnp.sum(jnp.where(blk_done, n_members * (c["slot_tb"] >= 0) * (blk_end - c["slot_start"]),
+                                           0.0))
         fresh = blk_done[bslot] & valid
         start = nx["start"][bslot]
         n_go = jnp.sum(go.astype(jnp.int32))
@@ -192,7 +200,7 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
                   qnext=nx["qnext"], disp=nx["disp"], pos=jnp.where(fresh, 0, pos),
                   done=jnp.where(fresh, nx["next"][bslot] < 0, done), wfree=jnp.where(fresh, start, wfree),
                   wreason=jnp.where(fresh, mc.NOINST, wreason), last_issue=jnp.where(fresh, start - 1.0, last_issue),
-                  reg_t=reg_t, reg_ek=reg_ek, wep=c["wep"] + fresh.astype(jnp.int32), bar=bar, bar_t=bar_t, wend=wend,
+                  reg=reg, wep=c["wep"] + fresh.astype(jnp.int32), bar=bar, bar_t=bar_t, wend=wend,
                   age=jnp.where(fresh, nx["index"][bslot] * wpb + wib, c["age"]), stall=stall, end_t=end_t, occ=occ,
                   issued=c["issued"] + n_go, t_last=t_last, demand=demand, pipe_d=pipe_d, slot_d=slot_d,
                   own_pipe=jnp.where(fresh[:, None], 0.0, own_pipe))
