@@ -23,7 +23,7 @@ from jaxsimt.units.barriers import PTX_BARRIERS
 from jaxsimt.units.barriers import attrs as barrier_attrs
 from jaxsimt.units.rocache import L2_ONLY
 from jaxsimt.program import (BARRIER, BRANCH, EXIT, FALL, JUMP, Block, Imm, Instr, Param, Program, Reg, SharedDecl,
-                             SourceLoc, Terminator, finalize)
+                             SourceLoc, Terminator, estimate_registers, finalize)
 from jaxsimt.ptx import ast, contract, provenance, schedule, vectorize
 from jaxsimt.ptx import sources
 from jaxsimt.ptx.errors import PtxUnsupportedError
@@ -357,10 +357,22 @@ class _Lowerer:
             self.contract_mul_add()
         if self.vectorize_loads:
             vectorize.vectorize_shared_loads(self.blocks)  # as ptxas does (jaxsimt/ptx/vectorize.py)
+        ptx_order = [[k, list(body), t] for k, body, t in self.blocks] if self.schedule_loads else None
         if self.schedule_loads:
             schedule.schedule_loads(self.blocks)  # as ptxas does (jaxsimt/ptx/schedule.py)
+        prog = provenance.annotate(self.program(self.blocks))
+        # launches without `regs=` estimate registers from the PTX's order: the scheduling changes the order the
+        # timing model issues, not the estimate's live ranges (nor the counters of such launches)
+        prog.ptx_register_estimate = estimate_registers(self.program(ptx_order)) if ptx_order else None
+        prog.ptx_hidden = list(self.hidden)
+        prog.ptx_user_params = len(self.entry.params)
+        prog.ptx_local_bytes = self.local_frame
+        return prog
+
+    def program(self, spec: list) -> Program:
+        """The finalized `Program` of lowered blocks ([key, instrs, term-spec])."""
         index = {}
-        for i, b in enumerate(self.blocks):
+        for i, b in enumerate(spec):
             index[b[0]] = i
 
         def res(key):
@@ -369,7 +381,7 @@ class _Lowerer:
             return index[key]
 
         blocks = []
-        for i, (key, instrs, t) in enumerate(self.blocks):
+        for i, (key, instrs, t) in enumerate(spec):
             kind = t[0]
             if kind == BRANCH:
                 term = Terminator(BRANCH, target=res(t[1]), fallthrough=res(t[5]), pred=t[2], negate=t[3], instr=t[4])
@@ -380,13 +392,8 @@ class _Lowerer:
             else:
                 term = Terminator(EXIT, instr=t[4])
             blocks.append(Block(i, instrs, term))
-        prog = Program(self.entry.name, self.params, self.regs, blocks, self.shared, self.shared_bytes,
-                       self.mod.filename)
-        prog = provenance.annotate(finalize(prog))
-        prog.ptx_hidden = list(self.hidden)
-        prog.ptx_user_params = len(self.entry.params)
-        prog.ptx_local_bytes = self.local_frame
-        return prog
+        return finalize(Program(self.entry.name, self.params, self.regs, blocks, self.shared, self.shared_bytes,
+                                self.mod.filename))
 
     def body(self, ctx: _Ctx):
         for st in ctx.fn.body:

@@ -435,7 +435,8 @@ def _run_items(prog: Program, grid, block, items, item_args, arch, opts: LaunchO
     auto_optimize = optimize is None
     if auto_optimize:  # full optimisation where run time dominates: big waves, and batches (~2x faster)
         optimize = cpw * wpb * arch.warp_size > 32768 or n_items >= 16
-    regs_used = regs if regs is not None else estimate_registers(prog)
+    regs_used = regs if regs is not None else (getattr(prog, "ptx_register_estimate", None)
+                                               or estimate_registers(prog))
     occ = occupancy(arch, tpb, regs_used, prog.shared_bytes, _carveout(prog, arch, carveout))
     default_budget = max_steps is None
     if not default_budget and (isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer))
