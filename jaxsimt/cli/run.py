@@ -367,6 +367,10 @@ def parser(prog: str = "jaxsimt run", description: str | None = None, file_requi
     p.add_argument("--l1", choices=("tags", "footprint"), default="tags",
                    help="the timing model's L1: tags (the traced loads through a model of one SM's L1: one more "
                         "run of the traced blocks) or footprint (an estimate from the arrays' bytes; faster)")
+    p.add_argument("--replay", choices=("exact", "fast", "interval"), default="exact",
+                   help="the timing model's replay: exact (cycle by cycle, the reference), fast (every warp "
+                        "scheduler's issue per step) or interval (the warps alone, then mean value analysis of what "
+                        "they share; the fastest; docs/timing.md)")
     p.add_argument("--check", metavar="CHECKS", default="",
                    help="run the sanitizer's checks: all, or a comma-separated list of memcheck, racecheck, "
                         "initcheck, synccheck (bounds are always checked); the first finding stops the run "
@@ -664,7 +668,7 @@ def launch_from_args(a, trace: bool = False, progress=None, source_dirs=()):
     try:
         res = ptx.launch(a.file, kernel, a.grid, a.block, largs.values, arch=a.arch, dynamic_smem=a.dynamic_smem,
                          regs=a.regs, mode=a.mode, timing=not a.no_timing and _has_timing(a.arch), l1=a.l1,
-                         contract=not a.no_contract, constants=constants or None,
+                         replay=a.replay, contract=not a.no_contract, constants=constants or None,
                          carveout=None if a.carveout is None else a.carveout * 1024, trace=trace,
                          progress=progress, source_dirs=source_dirs, check=a.check or None, collect=a.collect)
     except TypeError as e:  # an argument the kernel's parameter cannot take (checked by the lowering)

@@ -19,6 +19,7 @@ from jaxsimt.units import constcache, isa, mufu, regbanks, rocache, texture
 from jaxsimt.machine import sanitizer
 from jaxsimt.run import validate_args
 from jaxsimt.timing import l1tags
+from jaxsimt.timing.replay import REPLAYS
 from jaxsimt.arch import Arch, get_arch
 from jaxsimt.units.banks import METRIC_CONFLICTS, METRIC_WAVEFRONTS
 from jaxsimt.units.coalescing import METRIC_REQUESTS, METRIC_SECTORS
@@ -308,7 +309,7 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     The options (`jaxsimt.LaunchOptions`, which says what each does) come as `options=`, as keywords
     (`launch(k, grid, block, args, check="all", collect=True)`), or both (keywords replace fields of
     `options`): max_steps, stack_depth, blocks_per_wave, trace, jit, counters, optimize, ctas, data,
-    local_bytes, devices, timing, mode, carveout, compile_budget, progress, check, collect, regs.
+    local_bytes, devices, timing, l1, replay, mode, carveout, compile_budget, progress, check, collect, regs.
     """
     opts = LaunchOptions.of(options, **kw)
     prog = _program_of(kernel)
@@ -316,13 +317,16 @@ def launch(kernel, grid, block, args: Sequence[Any] = (), arch: Union[str, Arch]
     if opts.timing and opts.l1 not in l1tags.MODELS:
         raise errors.ArgumentError(f"kernel {prog.name}: l1={opts.l1!r} is not an L1 model; the models are "
                                    f"{', '.join(l1tags.MODELS)}")
+    if opts.timing and opts.replay not in REPLAYS:
+        raise errors.ArgumentError(f"kernel {prog.name}: replay={opts.replay!r} is not a replay of the timing model; "
+                                   f"the replays are {', '.join(REPLAYS)}")
     res = run_items(prog, grid, block, [_split_args(prog, args)], [args], arch, opts.replace(timing=False))[0]
     res.inputs = {"kernel": kernel, "args": args, "regs": opts.regs, "local_bytes": opts.local_bytes,
                   "mode": opts.mode, "carveout": opts.carveout, "stack_depth": opts.stack_depth}
     if opts.timing:
         from jaxsimt.run import launch_timing
         res.timing = launch_timing.attach(res, kernel, args, regs=opts.regs, local_bytes=opts.local_bytes,
-                                         mode=opts.mode, l1=opts.l1)
+                                         mode=opts.mode, l1=opts.l1, replay=opts.replay)
     return res
 
 

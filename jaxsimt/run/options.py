@@ -48,6 +48,9 @@ class LaunchOptions:
     l1: with `timing`, where a global load's L1 hits come from: "tags" (the traced blocks' loads, whose
       addresses their traced run hands to the host, through a model of each SM's L1, `jaxsimt.timing.l1tags`) or
       "footprint" (one block's distinct bytes spread over its accesses, `jaxsimt.timing.trace.memory_fractions`).
+    replay: with `timing`, how the traced blocks are replayed (`jaxsimt.timing.replay.REPLAYS`): "exact" (cycle by
+      cycle, the reference), "fast" (every scheduler's issue per step) or "interval" (the warps alone, then mean
+      value analysis of what they share: `jaxsimt.timing.interval`, docs/timing.md).
     mode: "stack" (the reconvergence stack, warps in lockstep; the default on every architecture) or "its"
       (Independent Thread Scheduling, Volta and later; docs/its.md).
     carveout: preferred shared memory per SM in bytes (the L1/shared split; None: the largest the architecture
@@ -74,6 +77,7 @@ class LaunchOptions:
     devices: Any = None
     timing: bool = False
     l1: str = "tags"
+    replay: str = "exact"
     mode: str = "stack"
     carveout: Optional[int] = None
     compile_budget: Optional[int] = COMPILE_BUDGET

@@ -51,15 +51,17 @@ _INF = mc._INF
 
 # columns of the per-instruction table (`_instruction_table`): what an instruction does in the isolated pass
 (C_CLS, C_FOLDED, C_BARRIER, C_CONTROL, C_DONE, C_NEXT, C_PIPE, C_SLOT, C_KIND, C_THROTTLE) = range(10)
-C_DEMAND = 10  # then one column per queue of QUEUES (the issue queue's column stays 0: slots and pipes give it)
-N_COLS = C_DEMAND + len(QUEUES)
+# then per queue of QUEUES its cycles (the issue queue's column stays 0: slots and pipes give it), then the same
+# for an instruction its warp waits on (a load: its result; a store does not hold its warp)
+C_DEMAND = 10
+N_COLS = C_DEMAND + 2 * len(QUEUES)
 
 
 def _instruction_table(p: dict, k: mc.Kernel, lo: dict, shape: mc.Shape):
     """Per static instruction [NI, N_COLS] (float32): its class, whether it is folded, a barrier, a control
     instruction; the cycles from its issue to its result with the shared resources idle (C_DONE), to its warp's
     next issue (C_NEXT), its pipe's issue interval and its scheduler slot; the scoreboard kind its result sets
-    and the throttle reason of its pipe; its cycles at each queue. Everything the isolated pass needs of an
+    and the throttle reason of its pipe; its cycles at each queue, all and those its warp waits for. Everything the isolated pass needs of an
     instruction, gathered as one row per warp and step."""
     NSCH = shape.schedulers
     cl, fw = k["cls"], k["folded"]
@@ -87,6 +89,8 @@ def _instruction_table(p: dict, k: mc.Kernel, lo: dict, shape: mc.Shape):
             lo["kind_t"][cl].astype(jnp.float32), lo["thr_t"][cl].astype(jnp.float32),
             z, jnp.where(is_sh, wav, jnp.where(is_gl, gwav, 0.0)), jnp.where(is_gl, o1, 0.0),
             jnp.where(is_gl, d2, 0.0), jnp.where(is_gl, d3, 0.0)]
+    waits = k["dst"][:, 0] >= 0
+    cols += [jnp.where(waits, x, 0.0) for x in cols[C_DEMAND:]]
     return jnp.where(fw[:, None] & (jnp.arange(N_COLS) >= C_PIPE)[None, :] & (jnp.arange(N_COLS) != C_KIND)[None, :],
                      0.0, jnp.stack(cols, axis=1))
 
@@ -94,8 +98,10 @@ def _instruction_table(p: dict, k: mc.Kernel, lo: dict, shape: mc.Shape):
 def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape: mc.Shape, n_regs: int):
     """One SM's window with its warps alone (step 1 of the module docstring): every ready warp issues its next
     instruction each step. cap: warp instructions of the window (the exact replay's steps). Returns the
-    replay's dict of results (`replay._window_result`) for the isolated SM, plus `demand` [len(QUEUES)]: the
-    window's cycles at each queue over all warps, `warps`: the resident warps, `t0`: the first block's start."""
+    replay's dict of results (`replay._window_result`) for the isolated SM, plus `demand` [2 len(QUEUES)]: the
+    window's cycles at each queue over all warps, then those of instructions their warps wait for, `demand_halves`
+    [2, 2 len(QUEUES)] the same for each half of the window, `warps`: the resident warps, `t0`: the first block's
+    start."""
     WS, RB, NSCH = shape.warp_slots, shape.block_slots, shape.schedulers
     NR = n_regs
     NW, L = k["pcs"].shape
@@ -114,7 +120,7 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
     # kind (as a float: one array, gathered and updated in place once per step)
     c = dict(c, reg=jnp.stack([jnp.zeros((WS, NR), jnp.float32), jnp.full((WS, NR), float(mc.WAIT), jnp.float32)], -1),
              wep=jnp.zeros(WS, jnp.int32),
-             bar_t=jnp.zeros(WS, jnp.float32), t_last=lo["f0"], demand=jnp.zeros(len(QUEUES), jnp.float32),
+             bar_t=jnp.zeros(WS, jnp.float32), t_last=lo["f0"], demand=jnp.zeros(2 * len(QUEUES), jnp.float32),
              pipe_d=jnp.zeros((WS, tr.N_CLASSES), jnp.float32), slot_d=jnp.zeros(WS, jnp.float32),  # per warp slot
              own_pipe=jnp.zeros((WS, tr.N_CLASSES), jnp.float32))
 
@@ -217,9 +223,11 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
     n_cum, t_run = ys[7].reshape(-1), ys[8].reshape(-1)
     kh = jnp.argmax(n_cum >= c["issued"] // 2)
     # the issue queue: the larger of the issue slots and the busiest pipe (they overlap), over the schedulers
-    half = ys[9].reshape(-1, len(QUEUES))[kh].at[0].set(
-        jnp.maximum(ys[10].reshape(-1)[kh], jnp.max(ys[11].reshape(-1, tr.N_CLASSES)[kh])))
-    whole = c["demand"].at[0].set(jnp.maximum(jnp.sum(c["slot_d"]), jnp.max(jnp.sum(c["pipe_d"], axis=0))))
+    Q = len(QUEUES)
+    issue_half = jnp.maximum(ys[10].reshape(-1)[kh], jnp.max(ys[11].reshape(-1, tr.N_CLASSES)[kh]))
+    issue_whole = jnp.maximum(jnp.sum(c["slot_d"]), jnp.max(jnp.sum(c["pipe_d"], axis=0)))
+    half = ys[9].reshape(-1, 2 * Q)[kh].at[0].set(issue_half).at[Q].set(issue_half)
+    whole = c["demand"].at[0].set(issue_whole).at[Q].set(issue_whole)
     out["demand"] = whole
     out["demand_halves"] = jnp.stack([half, whole - half])
     out["t_half"] = t_run[kh]
@@ -228,17 +236,21 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
     return out
 
 
-def mva(demand, alone, n, n_max: int, local):
+def mva(demand, alone, n, n_max: int, local, waits=None):
     """Exact mean value analysis of a closed network: `n` customers (warps; at most the static `n_max`), each
     taking `alone` cycles per cycle through the network when it is alone (its service included), with `demand`
     [Q] cycles of service at each queue in it; a queue of which the SM has NSCH equal copies, a customer seeing
     only its own, has `local` [Q] 1 / NSCH (else 1). By the arrival theorem a customer finds at each queue the
-    mean queue the other n - 1 leave there and waits for their service: R_q(n) = D_q Q_q(n - 1) local_q,
-    X(n) = n / (alone + sum_q R_q(n)), Q_q(n) = X(n) (R_q(n) + D_q) (the standard recursion with the think time
-    alone - sum D, which here is never negative). Returns the throughput X(n) (cycles through the network per
-    unit time) and the mean time a customer spends at each queue, waiting and served [Q]."""
+    mean queue the other n - 1 leave there and waits for their service: R_q(n) = W_q Q_q(n - 1) local_q,
+    X(n) = n / (alone + sum_q R_q(n)), Q_q(n) = X(n) (R_q(n) + D_q) (with W = D, the standard recursion with the
+    think time alone - sum D, which here is never negative). `waits` [Q] (default `demand`): the part of the
+    demand whose customer waits for it; the rest (stores) occupies the queue without holding its customer.
+    Returns the throughput X(n) (cycles through the network per unit time) and the mean time a customer spends
+    at each queue, waiting and served [Q]."""
+    waits = demand if waits is None else waits
+
     def body(q, i):
-        r = demand * q * local
+        r = waits * q * local
         x = i / jnp.maximum(alone + jnp.sum(r), 1e-9)
         return jnp.where(i <= n, x * (r + demand), q), (x, r + demand)
 
@@ -258,11 +270,18 @@ def _interval_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
     t0, t_half = out["t0"], out["t_half"]
     end_iso = out["cycles"]
 
+    Q = len(QUEUES)
+    # the backlog a queue lets the warps run ahead of it (its throttle): the issue queue none, the MIO and L1 their
+    # queues', the L2 and DRAM shares all (nothing throttles on them: only loads wait for them)
+    depth = jnp.stack([jnp.float32(0.0), p["mio_queue_cycles"], p["lsu_queue_cycles"], mc._INF, mc._INF])
+
     def contended(t_iso, demand):  # MVA's time for a stretch of the window the warps took t_iso cycles alone
         t_iso = jnp.maximum(t_iso, 1.0)
-        per_warp = demand / n
-        x, resid = mva(per_warp, t_iso, n, shape.warp_slots, local)
-        return n / jnp.maximum(x, 1e-9), jnp.maximum(resid - per_warp, 0.0)
+        per_warp = demand[:Q] / n
+        x, resid = mva(per_warp, t_iso, n, shape.warp_slots, local, waits=demand[Q:] / n)
+        # a queue saturated by work nobody waits for (stores) holds the warps at its throttle
+        bound = jnp.max(demand[:Q] * local - depth)
+        return jnp.maximum(n / jnp.maximum(x, 1e-9), bound), jnp.maximum(resid - per_warp, 0.0)
 
     # the window's first half (the warps' first pass: startup), then its second (the steady state, which the
     # extrapolation continues), each stretched by its own contention
