@@ -43,7 +43,7 @@ from jax import lax
 from jaxsimt.timing import machine as mc
 from jaxsimt.timing import trace as tr
 
-SLACK = 1.25  # scan steps per instruction of a resident warp's window share (steps it waits at barriers through)
+SLACK = 1.0  # scan steps per instruction of a resident warp's window share (more where warps wait: `replay._covering`)
 # the queues of the network: scheduler issue (with its pipes), MIO / L1TEX data pipe, L1 stage, L2 share, DRAM share
 QUEUES = ("issue", "mio", "l1", "l2", "dram")
 _INF = mc._INF
@@ -217,7 +217,8 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
         return c2, ys
 
     inner = functools.partial(lax.scan, step, length=shape.inner)
-    c, ys = lax.scan(lambda c, _: inner(c, None), c, None, length=shape.steps // shape.inner)
+    chunk = jax.checkpoint(lambda c, _: inner(c, None)) if mc.CHECKPOINT else (lambda c, _: inner(c, None))
+    c, ys = lax.scan(chunk, c, None, length=shape.steps // shape.inner)
     out = mc._window_result(c, ys[:9], n_queue, total, n_members)
     # the window's halves by instructions (as the extrapolation splits it): the time and demands of each
     n_cum, t_run = ys[7].reshape(-1), ys[8].reshape(-1)
