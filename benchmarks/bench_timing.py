@@ -155,12 +155,15 @@ def throughput(s, params, repeats: int = 5) -> dict:
 
 def whole_gpu(work, num_sms: int):
     """The work with the busiest simulated SM's queue on every SM of the chip (each with its share of L2 and
-    DRAM bandwidth): a whole-GPU replay, as the hardware runs a grid whose blocks behave alike."""
+    DRAM bandwidth): a whole-GPU replay, as the hardware runs a grid whose blocks behave alike; its window as
+    `timing.plan` gives a replay of that many SMs (`timing.window_cap`)."""
     import dataclasses
 
+    steps = min(work.shape.steps, timing.window_cap(num_sms))
     return dataclasses.replace(work, queues=np.tile(work.queues[:1], (num_sms, 1)),
                                n_queue=np.tile(work.n_queue[:1], num_sms), share=np.full(num_sms, 1.0 / num_sms, np.float32),
-                               total=np.tile(work.total[:1], num_sms), sms=np.arange(num_sms))
+                               total=np.tile(work.total[:1], num_sms), sms=np.arange(num_sms),
+                               shape=dataclasses.replace(work.shape, steps=steps, inner=min(work.shape.inner, steps)))
 
 
 def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
@@ -182,7 +185,8 @@ def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
         extra = () if name == "exact" else (jnp.int32(w.shape.steps),)
         kw = {"widths": interval.operand_widths(w.kernel)} if name == "interval" else {}
         while True:  # the steps cover the window (`timing._covering`)
-            shape = dataclasses.replace(w.shape, steps=steps)
+            shape = (interval.shape_with(w.shape, steps) if name == "interval"
+                     else dataclasses.replace(w.shape, steps=steps))
             t0 = time.perf_counter()
             compiled = fn.lower(*args, *extra, shape=shape, n_regs=w.n_regs, **kw).compile()
             compile_s = time.perf_counter() - t0

@@ -217,8 +217,7 @@ def groups(samples: list[Sample], params: Optional[dict] = None, replay: str = "
         shape, n_regs, kern, queues, n_queue, share, total, caps = stacked
         steps = max(timing.fast_steps(dataclasses.replace(samples[i].work, shape=dataclasses.replace(
             samples[i].work.shape, inner=shape.inner))) for i in idx)
-        iv_steps = max(interval.steps(dataclasses.replace(samples[i].work, shape=dataclasses.replace(
-            samples[i].work.shape, inner=shape.inner))) for i in idx)
+        iv_steps = min(shape.steps, max(interval.steps(samples[i].work) for i in idx))
         if params is not None:  # the steps that cover the windows with these parameters
             _, st = timing.stacked_replay([samples[i].work for i in idx], params, jnp.int32(1), replay,
                                           stacked=stacked, with_steps=True)
@@ -226,7 +225,7 @@ def groups(samples: list[Sample], params: Optional[dict] = None, replay: str = "
         out.append(Group(shape, n_regs, kern, queues, n_queue, share, total, idx,
                          dataclasses.replace(shape, steps=steps),
                          np.asarray([samples[i].work.atomic_ops for i in idx], np.float32), caps,
-                         dataclasses.replace(shape, steps=iv_steps), interval.operand_widths(kern)))
+                         interval.shape_with(shape, iv_steps), interval.operand_widths(kern)))
     return out
 
 

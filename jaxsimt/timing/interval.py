@@ -33,7 +33,9 @@ Shapes as in `replay.py`: WS warp slots, RB block slots, NSCH schedulers, NR reg
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -61,8 +63,8 @@ def _instruction_table(p: dict, k: mc.Kernel, lo: dict, shape: mc.Shape):
     """Per static instruction [NI, N_COLS] (float32): its class, whether it is folded, a barrier, a control
     instruction; the cycles from its issue to its result with the shared resources idle (C_DONE), to its warp's
     next issue (C_NEXT), its pipe's issue interval and its scheduler slot; the scoreboard kind its result sets
-    and the throttle reason of its pipe; its cycles at each queue, all and those its warp waits for. Everything the isolated pass needs of an
-    instruction, gathered as one row per warp and step."""
+    and the throttle reason of its pipe; its cycles at each queue, all and those its warp waits for. Everything
+    the isolated pass needs of an instruction, gathered as one row per warp and step."""
     NSCH = shape.schedulers
     cl, fw = k["cls"], k["folded"]
     lat, issue = lo["lat"], lo["issue"]
@@ -329,10 +331,19 @@ def replay_sms_interval(params: dict, k: mc.Kernel, queues, n_queue, share, tota
 replay_interval = jax.jit(replay_sms_interval, static_argnames=("shape", "n_regs", "widths"))
 
 
+CHUNK = 32  # the interval model's steps are a multiple of this (its chunks are `shape_with`'s)
+
+
 def steps(work, slack: float = SLACK) -> int:
     """Scan steps of the interval model for a work: its window's instructions (`work.shape.steps`) over the
-    resident warps, times `slack`; a multiple of the chunk size, at most the exact replay's steps."""
-    S, inner = work.shape.steps, work.shape.inner
+    resident warps, times `slack`; a multiple of CHUNK, at most the exact replay's steps."""
+    S = work.shape.steps
     resident = max(1, min(int(work.kernel["blocks"]), int(np.max(work.n_queue))) * int(work.kernel["wpb"]))
     need = slack * min(S, float(max(work.total.max(), 1.0))) / resident
-    return int(min(S, max(inner, -(-int(np.ceil(need)) // inner) * inner)))
+    return int(min(S, max(CHUNK, -(-int(np.ceil(need)) // CHUNK) * CHUNK)))
+
+
+def shape_with(shape: mc.Shape, n_steps: int) -> mc.Shape:
+    """The replay shape for `n_steps` steps of the interval model: its checkpointed chunks the largest divisor of
+    both the steps and the shape's chunk."""
+    return dataclasses.replace(shape, steps=n_steps, inner=math.gcd(n_steps, shape.inner))

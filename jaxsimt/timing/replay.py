@@ -552,8 +552,13 @@ def window_steps(t: tr.Trace, resident_warps: int, n_sms: int = 1) -> int:
     warp's outermost loop and holds at least one more), a power of two within [WINDOW_MIN, WINDOW_MAX], at
     most WINDOW_BUDGET over `n_sms` simulated SMs."""
     need = _pow2(max(2 * resident_warps * warmup(t), 1))
-    cap = max(WINDOW_MIN, min(WINDOW_MAX, _pow2(WINDOW_BUDGET // max(n_sms, 1) + 1) // 2))
-    return int(min(max(need, WINDOW_MIN), cap))
+    return int(min(max(need, WINDOW_MIN), window_cap(n_sms)))
+
+
+def window_cap(n_sms: int) -> int:
+    """The longest window a replay of `n_sms` simulated SMs gets: WINDOW_BUDGET over them, a power of two within
+    [WINDOW_MIN, WINDOW_MAX]."""
+    return max(WINDOW_MIN, min(WINDOW_MAX, _pow2(WINDOW_BUDGET // max(n_sms, 1) + 1) // 2))
 
 
 def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optional[int] = None,
@@ -651,7 +656,7 @@ def run(work: Work, params: dict, policy: str = "gto", replay: str = "exact") ->
                          fast_steps(work), work.shape.steps, work.total)[0]
     if replay == "interval":
         return _covering(lambda steps: interval.replay_interval(
-            *args, jnp.int32(work.shape.steps), n_regs=work.n_regs, shape=dataclasses.replace(work.shape, steps=steps),
+            *args, jnp.int32(work.shape.steps), n_regs=work.n_regs, shape=interval.shape_with(work.shape, steps),
             widths=interval.operand_widths(work.kernel)), interval.steps(work), work.shape.steps, work.total)[0]
     return globals()["replay"](*args, shape=work.shape, n_regs=work.n_regs)
 
@@ -736,10 +741,9 @@ def stacked_replay(works: list, params: dict, policy, replay: str = "exact", sta
             shape=dataclasses.replace(shape, steps=st), n_regs=n_regs), steps, shape.steps, total, caps[:, None])
         return (out, steps) if with_steps else out
     if replay == "interval":
-        steps = min(shape.steps, max(interval.steps(dataclasses.replace(w, shape=dataclasses.replace(
-            w.shape, inner=shape.inner))) for w in works))
+        steps = min(shape.steps, max(interval.steps(w) for w in works))
         out, steps = _covering(lambda st: _replay_batch_interval(
-            params, kern, queues, n_queue, share, total, policy, caps, shape=dataclasses.replace(shape, steps=st),
+            params, kern, queues, n_queue, share, total, policy, caps, shape=interval.shape_with(shape, st),
             n_regs=n_regs, widths=interval.operand_widths(kern)), steps, shape.steps, total, caps[:, None])
         return (out, steps) if with_steps else out
     out = _replay_batch(params, kern, queues, n_queue, share, total, policy, caps, shape=shape, n_regs=n_regs)
