@@ -4,7 +4,6 @@ analysis) against hand-computed cases and the cycle-by-cycle reference (`replay=
 With one warp nothing is shared: the model is the exact replay. With many, it is a mean over the warps; the
 departures measured on every calibration sample (docs/timing.md, "The interval model") give the bound
 INTERVAL_TOLERANCE for the hand-made kernels on the H200's four schedulers."""
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from jaxsimt.timing import interval as iv
 from jaxsimt.timing import replay as tm
 from jaxsimt.timing import trace as tr
 
-from test_timing import ARCH, B, F, STEPS, chain, independent, params, staged
+from test_timing import ARCH, B, F, STEPS, assert_gradients_match, chain, independent, params
 from test_timing_fast import ARCH4, CASES, _trace
 
 # kernel cycles, interval vs exact, relative: the hand-made cases on four schedulers measured within 1.3%, the 32
@@ -108,19 +107,9 @@ def test_a_batch_is_each_alone():
 
 
 def test_the_interval_model_has_gradients():
-    work = tm.plan(_trace(staged, 1, 64), ARCH, 1, steps=STEPS)
-    p = params(l2_latency=200.0, dram_latency=500.0, l1_latency=30.0, shared_latency=23.0, dram_gbytes_per_s=1000.0)
-    g = jax.grad(lambda q: tm.kernel_cycles(work, q, replay="interval"))(p)
-    f = lambda q: float(tm.kernel_cycles(work, q, replay="interval"))  # noqa: E731
-    nonzero = 0
-    for name in ("fma_latency", "shared_latency", "l1_latency", "dram_latency", "barrier_latency",
-                 "block_launch_cycles", "alu_dispatch_cycles", "dram_gbytes_per_s"):
-        h = 0.25
-        fd = (f({**p, name: p[name] + h}) - f({**p, name: p[name] - h})) / (2 * h)
-        assert np.isfinite(float(g[name])), name
-        assert float(g[name]) == pytest.approx(fd, abs=1e-2), name
-        nonzero += abs(fd) > 0
-    assert nonzero >= 5
+    assert_gradients_match("interval", ("fma_latency", "shared_latency", "l1_latency", "dram_latency",
+                                        "barrier_latency", "block_launch_cycles", "alu_dispatch_cycles",
+                                        "dram_gbytes_per_s"))
 
 
 def test_a_launch_chooses_the_interval_model():
