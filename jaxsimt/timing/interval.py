@@ -104,7 +104,7 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
     window's cycles at each queue over all warps, then those of instructions their warps wait for, `demand_halves`
     [2, 2 len(QUEUES)] the same for each half of the window, `warps`: the resident warps, `t0`: the first block's
     start."""
-    WS, RB, NSCH = shape.warp_slots, shape.block_slots, shape.schedulers
+    WS = shape.warp_slots
     NR = n_regs
     NW, L = k["pcs"].shape
     lo, c = mc._sm_start(p, k, queue, n_queue, share, shape, n_regs)
