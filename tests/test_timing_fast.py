@@ -73,12 +73,18 @@ def test_ladder_rungs_within_the_tolerance():
         assert fast == pytest.approx(exact, rel=FAST_TOLERANCE), name
 
 
-def test_a_batch_of_fast_replays_is_each_replay_alone():
+def assert_batch_is_each_alone(replay: str, n_cases: int):
+    """`run_many` of the first n_cases CASES through `replay` gives each the cycles `kernel_cycles` gives it alone."""
     p = params()
-    works = [tm.plan(_trace(k, g, b), ARCH, R, steps=STEPS) for k, g, b, R in CASES[:2]]
-    alone = [float(tm.kernel_cycles(w, p, replay="fast")) for w in works]
-    batch = [float(jnp.max(o["cycles"])) for o in tm.run_many(works, p, replay="fast")]
+    works = [tm.plan(_trace(k, g, b), ARCH, R, steps=STEPS) for k, g, b, R in CASES[:n_cases]]
+    alone = [float(tm.kernel_cycles(w, p, replay=replay)) for w in works]
+    batch = [float(jnp.max(o["cycles"])) for o in tm.run_many(works, p, replay=replay)]
     assert batch == pytest.approx(alone)
+    return works, p
+
+
+def test_a_batch_of_fast_replays_is_each_replay_alone():
+    works, p = assert_batch_is_each_alone("fast", 2)
     with pytest.raises(ValueError, match="replay"):
         tm.run(works[0], p, replay="approximate")
 

@@ -14,7 +14,7 @@ from jaxsimt.timing import replay as tm
 from jaxsimt.timing import trace as tr
 
 from test_timing import ARCH, B, F, STEPS, assert_gradients_match, chain, independent, params
-from test_timing_fast import ARCH4, CASES, _trace
+from test_timing_fast import ARCH4, CASES, _trace, assert_batch_is_each_alone
 
 # kernel cycles, interval vs exact, relative: the hand-made cases on four schedulers measured within 1.3%, the 32
 # contending warps of test_many_warps_are_held_to_the_issue_rate 2.6% (the 119 calibration samples: mean 0.4-3.6%
@@ -99,11 +99,7 @@ def test_four_schedulers_within_the_tolerance():
 
 
 def test_a_batch_is_each_alone():
-    p = params()
-    works = [tm.plan(_trace(k, g, b), ARCH, R, steps=STEPS) for k, g, b, R in CASES[:3]]
-    alone = [float(tm.kernel_cycles(w, p, replay="interval")) for w in works]
-    batch = [float(jnp.max(o["cycles"])) for o in tm.run_many(works, p, replay="interval")]
-    assert batch == pytest.approx(alone)
+    assert_batch_is_each_alone("interval", 3)
 
 
 def test_the_interval_model_has_gradients():
