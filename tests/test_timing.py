@@ -266,3 +266,22 @@ def test_ladder_report_predicts_with_the_calibrated_model_by_default(capsys):
     assert ladder.main(argv + ["--arch", "fermi"]) == 0  # no fitted parameters: the analytical model
     (row,) = json.loads(capsys.readouterr().out)
     assert row["cycles"] is None
+
+
+def test_registers_written_together_share_one_scoreboard_slot():
+    """The register_tiled rung's vector shared loads write four registers at once: one slot each, and the
+    replay with a slot per register (group=False) gives the same cycles, exact and interval."""
+    from jaxsimt.apps import ladder
+
+    rung = next(r for r in ladder.rungs() if r.name == "register_tiled")
+    t, n_ctas = ladder.trace_rung(rung, 128, 128, 64, ARCH, 2)
+    vec = [pc for pc, (_, o) in enumerate(t.program.instructions())
+           if o.operation.attr("space") == "shared" and len(o.operation.dst) == 4]
+    assert vec and all(np.sum(t.dst[pc] >= 0) == 1 for pc in vec)
+    cls, dst, src, n_regs = tr.static_tables(t.program, group=False)
+    assert n_regs > t.n_regs and all(np.sum(dst[pc] >= 0) == 4 for pc in vec)
+    apart = dataclasses.replace(t, dst=dst, src=src, n_regs=n_regs)
+    for replay in ("exact", "interval"):
+        got = [float(np.max(np.asarray(tm.kernel_cycles(tm.plan(x, ARCH, 2, n_ctas), tm.params_of(ARCH), replay=replay))))
+               for x in (t, apart)]
+        assert got[0] == got[1], replay

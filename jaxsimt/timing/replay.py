@@ -57,6 +57,7 @@ from jaxsimt.arch import Arch, get_arch
 WINDOW_MIN = 8192
 WINDOW_MAX = 65536
 WINDOW_BUDGET = 1 << 21
+WARP_SLOT_QUANTUM = 16  # warp slots beyond this many come in multiples of it (below: powers of two)
 
 
 def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: Shape, n_regs: int, cap=None):
@@ -258,6 +259,12 @@ replay = jax.jit(replay_sms, static_argnames=("shape", "n_regs"))
 # What can differ from `_replay_sm`: the order of two schedulers' non-memory issues within one interval,
 # which free block slot takes the next queued block when several free in one step, and the scoreboard
 # kind charged when two registers are ready at the same time.
+
+def _warp_slots(n: int) -> int:
+    """A replay's warp slots for n resident warps: a power of two up to WARP_SLOT_QUANTUM, a multiple of it
+    above (kernels of near occupancies share a compiled replay; 48 resident warps need not pay for 64)."""
+    return _pow2(n) if n <= WARP_SLOT_QUANTUM else -(-int(n) // WARP_SLOT_QUANTUM) * WARP_SLOT_QUANTUM
+
 
 REPLAYS = ("exact", "fast", "interval")  # "interval": jaxsimt/timing/interval.py
 FAST_INTERVAL = 16.0  # schedulers whose next issue falls within this many cycles of the SM's earliest one share a step
@@ -604,7 +611,7 @@ def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optio
     inner_ = min(inner, S)
     S = max(S, inner_)
     # warp and block slots: what the resident blocks need (fewer slots, a cheaper replay step)
-    ws = max(_pow2(resident * t.warps_per_block), arch.warp_schedulers_per_sm)
+    ws = max(_warp_slots(resident * t.warps_per_block), arch.warp_schedulers_per_sm)
     shape = Shape(ws, _pow2(resident), arch.warp_schedulers_per_sm, S, inner_,
                   arch.shared_banks * arch.bank_width // arch.sector_size)
     if blocks_per_sm * t.warps_per_block > arch.max_warps_per_sm or blocks_per_sm < 1:

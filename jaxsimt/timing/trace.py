@@ -108,30 +108,38 @@ def folded_mask(prog: Program, cls: "np.ndarray | None" = None) -> np.ndarray:
     return out
 
 
-def static_tables(prog: Program):
-    """(cls [NI], dst [NI, ND], src [NI, NS], number of register slots) of a program."""
+def static_tables(prog: Program, group: bool = True):
+    """(cls [NI], dst [NI, ND], src [NI, NS], number of register slots) of a program.
+
+    A slot stands for the registers written by the same set of instructions: each such instruction writes
+    them all at once, so their ready times are always equal and the scoreboard needs one of them (a vector
+    load's four registers, an mma's accumulators). Registers nothing writes are always ready and get no
+    slot. group=False: a slot per written register (the same replay, more scoreboard work)."""
     instrs = prog.instructions()
     NI = len(instrs)
     cls = np.zeros(NI, np.int32)
     dst = np.full((NI, ND), -1, np.int32)
     src = np.full((NI, NS), -1, np.int32)
-    written: dict[int, int] = {}
-    for _, outer in instrs:
-        inner = outer.operation
-        for r in tuple(outer.dst) + tuple(inner.dst):
-            written.setdefault(r.index, len(written))
+    writers: dict[int, list] = {}
+    for pc, (_, outer) in enumerate(instrs):
+        for r in tuple(outer.dst) + tuple(outer.operation.dst):
+            w = writers.setdefault(r.index, [])
+            if not w or w[-1] != pc:
+                w.append(pc)
+    groups: dict[tuple, int] = {}
+    slot = {r: groups.setdefault(tuple(w) if group else (r,), len(groups)) for r, w in writers.items()}
     for pc, (_, outer) in enumerate(instrs):
         inner = outer.operation
         cls[pc] = timing_class(inner)
-        ds = sorted({written[r.index] for r in tuple(outer.dst) + tuple(inner.dst)})
-        ss = sorted({written[r.index] for r in tuple(outer.src) + tuple(inner.src)
-                     if isinstance(r, Reg) and r.index in written})
+        ds = sorted({slot[r.index] for r in tuple(outer.dst) + tuple(inner.dst)})
+        ss = sorted({slot[r.index] for r in tuple(outer.src) + tuple(inner.src)
+                     if isinstance(r, Reg) and r.index in slot})
         if len(ds) > ND or len(ss) > NS:
             raise ValueError(f"kernel {prog.name}: instruction at pc {pc} ({outer.loc}) has {len(ds)} destination "
-                             f"and {len(ss)} source registers; the timing trace holds {ND} and {NS}")
+                             f"and {len(ss)} source register groups; the timing trace holds {ND} and {NS}")
         dst[pc, :len(ds)] = ds
         src[pc, :len(ss)] = ss
-    return cls, dst, src, max(len(written), 1)
+    return cls, dst, src, max(len(groups), 1)
 
 
 def streams(prog: Program, step_block: np.ndarray, step_mask: np.ndarray, max_len: int = 0):
