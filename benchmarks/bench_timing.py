@@ -183,7 +183,8 @@ def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
         steps = {"exact": w.shape.steps, "fast": timing.fast_steps(w), "interval": interval.steps(w)}[name]
         fn = {"exact": timing.replay, "fast": timing.replay_fast, "interval": interval.replay_interval}[name]
         extra = () if name == "exact" else (jnp.int32(w.shape.steps),)
-        kw = {"widths": interval.operand_widths(w.kernel)} if name == "interval" else {}
+        # the interval model as `kernel_cycles` and the calibration run it: cycles and stalls, no issue timeline
+        kw = {"widths": interval.operand_widths(w.kernel), "timeline": False} if name == "interval" else {}
         while True:  # the steps cover the window (`timing._covering`)
             shape = (interval.shape_with(w.shape, steps) if name == "interval"
                      else dataclasses.replace(w.shape, steps=steps))

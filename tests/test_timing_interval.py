@@ -116,3 +116,41 @@ def test_a_launch_chooses_the_interval_model():
     assert r.stats["stall_selected"] == exact.stats["stall_selected"]
     with pytest.raises(js.errors.ArgumentError, match="kernel independent: replay='cycle' is not a replay"):
         js.launch(independent, 1, 1024, args, arch=ARCH, timing=True, replay="cycle")
+
+
+def test_without_the_timeline_the_same_results():
+    t = _wide()
+    w = tm.plan(t, ARCH, 1, steps=STEPS)
+    full, bare = (tm.run(w, params(), replay="interval", timeline=x) for x in (True, False))
+    assert "timeline" in full and "timeline" not in bare
+    for key in ("cycles", "stall", "issued", "warp_cycles"):
+        np.testing.assert_array_equal(np.asarray(full[key]), np.asarray(bare[key]), err_msg=key)
+
+
+def _wmma_work():
+    from jaxsimt.apps import ladder
+
+    rung = next(r for r in ladder.rungs() if r.name == "wmma")
+    t, n_ctas = ladder.trace_rung(rung, 128, 128, 64, ARCH, 4)
+    return tm.plan(t, ARCH, 4, n_ctas)
+
+
+def test_wide_instructions_read_for_a_few_warps_a_step(monkeypatch):
+    """The WMMA rung's mma reads 24 register groups: `operand_widths` marks it wide, and reading its operands for
+    every warp (WIDE_SHARE 1) gives the single-width replay's cycles exactly; with the default share the warps
+    that wait for a later step move the window's halves a little."""
+    w = _wmma_work()
+    widths = iv.operand_widths(w.kernel)
+    assert widths[0] == 24 and widths[2:] == (3, 1)
+    args = (tm.params_of(ARCH), w.kernel, jnp.asarray(w.queues), jnp.asarray(w.n_queue), jnp.asarray(w.share),
+            jnp.asarray(w.total), jnp.int32(1), jnp.int32(w.shape.steps))
+    shape = iv.shape_with(w.shape, w.shape.steps)
+
+    def cycles(ws):
+        out = iv.replay_sms_interval(*args, shape=shape, n_regs=w.n_regs, widths=ws, timeline=False)
+        return float(np.max(np.asarray(out["cycles"])))
+
+    one = cycles(widths[:2])
+    assert cycles(widths) == pytest.approx(one, rel=0.03)
+    monkeypatch.setattr(iv, "WIDE_SHARE", 1)
+    assert cycles(widths) == one

@@ -45,6 +45,8 @@ from jax import lax
 from jaxsimt.timing import machine as mc
 from jaxsimt.timing import trace as tr
 
+NARROW = (4, 4)  # (sources, destinations): an instruction of more is wide (read and written for a few warps a step)
+WIDE_SHARE = 4  # a step reads the operands of wide instructions for at most 1 / WIDE_SHARE of the warp slots
 SLACK = 1.0  # scan steps per instruction of a resident warp's window share (more where warps wait: `replay._covering`)
 # the queues of the network: scheduler issue (with its pipes), MIO / L1TEX data pipe, L1 stage, L2 share, DRAM share
 QUEUES = ("issue", "mio", "l1", "l2", "dram")
@@ -97,7 +99,21 @@ def _instruction_table(p: dict, k: mc.Kernel, lo: dict, shape: mc.Shape):
                      0.0, jnp.stack(cols, axis=1))
 
 
-def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape: mc.Shape, n_regs: int):
+def _read_scoreboard(reg, rows, wep, regs, NR: int):
+    """The latest ready time [n] and its scoreboard kind [n] over the register slots regs [n, operands] (-1: none)
+    of warp slots rows [n] whose blocks are in epochs wep [n], from the register file reg [WS, NR, 2]; a register
+    written in an earlier block of the warp slot (another epoch) reads as ready."""
+    n = regs.shape[0]
+    # through the flat register file: a one-index gather is cheaper than take_along_axis's
+    got = jnp.take(reg.reshape(-1, 2), (rows[:, None] * NR + jnp.maximum(regs, 0)).reshape(-1), axis=0,
+                   mode="clip").reshape(n, -1, 2)
+    ek = got[:, :, 1].astype(jnp.int32)
+    rt = jnp.where((regs >= 0) & ((ek >> 4) == wep[:, None]), got[:, :, 0], 0.0)
+    return jnp.max(rt, axis=1), jnp.take_along_axis(ek, jnp.argmax(rt, axis=1)[:, None], axis=1)[:, 0] & 15
+
+
+def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape: mc.Shape, n_regs: int,
+                 timeline: bool = True, narrow: tuple = ()):
     """One SM's window with its warps alone (step 1 of the module docstring): every ready warp issues its next
     instruction each step. cap: warp instructions of the window (the exact replay's steps). Returns the
     replay's dict of results (`replay._window_result`) for the isolated SM, plus `demand` [2 len(QUEUES)]: the
@@ -112,6 +128,15 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
     table = _instruction_table(p, k, lo, shape)
     regtab = jnp.concatenate([k["src"], k["dst"]], axis=1)  # [NI, sources + destinations]
     n_src = k["src"].shape[1]
+    # instructions of more operands than `narrow`'s (a WMMA mma's 24 sources): at most wide_k warps of the SM
+    # read and write their registers each step, the others every warp's narrow columns; a warp at a wide
+    # instruction beyond those waits for a later step, which changes no time (a warp's times are its own)
+    wide_k = max(1, WS // WIDE_SHARE) if narrow else 0
+    if wide_k:
+        ns_n, nd_n = narrow
+        wide = (jnp.sum(k["src"] >= 0, axis=1) > ns_n) | (jnp.sum(k["dst"] >= 0, axis=1) > nd_n)
+        table = jnp.concatenate([table, wide[:, None].astype(jnp.float32)], axis=1)
+        regtab_n = jnp.concatenate([k["src"][:, :ns_n], k["dst"][:, :nd_n]], axis=1)
     members = valid[None, :] & (bslot[None, :] == rb[:, None])  # [RB, WS]
     n_members = jnp.sum(members, axis=1)
     reason_ids = jnp.arange(len(mc.REASONS), dtype=jnp.int32)[None, :]
@@ -131,19 +156,25 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
         tw = jnp.clip(tb * wpb + wib, 0, NW - 1)
         go = valid & (tb >= 0) & ~c["done"] & ~c["bar"] & (c["issued"] < cap)
         pc = jnp.maximum(k["pcs"][tw, jnp.clip(c["pos"], 0, L - 1)], 0)
-        row = table[pc]  # [WS, N_COLS]
+        row = table[pc]  # [WS, N_COLS (+ 1: wide)]
         cl = row[:, C_CLS].astype(jnp.int32)
         fw, is_ctl = row[:, C_FOLDED] > 0, row[:, C_CONTROL] > 0
-        regs = regtab[pc]
-        dst = regs[:, n_src:]
-        # a register written in an earlier block of the warp slot (another epoch) reads as ready
-        # [WS, operands, 2], through the flat register file (a one-index gather is cheaper than take_along_axis's)
-        got = jnp.take(c["reg"].reshape(WS * NR, 2), (j[:, None] * NR + jnp.maximum(regs, 0)).reshape(-1), axis=0,
-                       mode="clip").reshape(WS, -1, 2)
-        ek = got[:, :, 1].astype(jnp.int32)
-        rt = jnp.where((regs >= 0) & ((ek >> 4) == c["wep"][:, None]), got[:, :, 0], 0.0)
-        dep = jnp.max(rt, axis=1)
-        dep_kind = jnp.take_along_axis(ek, jnp.argmax(rt, axis=1)[:, None], axis=1)[:, 0] & 15
+        if wide_k:
+            want = go & (row[:, N_COLS] > 0)
+            rank = jnp.cumsum(want) - want
+            go = go & ~(want & (rank >= wide_k))
+            pick = jnp.nonzero(want & (rank < wide_k), size=wide_k, fill_value=WS)[0]  # [wide_k], WS: none
+            pw = jnp.minimum(pick, WS - 1)
+            regs = regtab_n[pc]
+            dst = regs[:, ns_n:]
+            regs_w = regtab[pc[pw]]  # every operand of the picked warps' instructions
+            dep, dep_kind = _read_scoreboard(c["reg"], j, c["wep"], regs, NR)
+            dep_w, kind_w = _read_scoreboard(c["reg"], pw, c["wep"][pw], regs_w, NR)
+            dep, dep_kind = dep.at[pick].set(dep_w, mode="drop"), dep_kind.at[pick].set(kind_w, mode="drop")
+        else:
+            regs = regtab[pc]
+            dst = regs[:, n_src:]
+            dep, dep_kind = _read_scoreboard(c["reg"], j, c["wep"], regs, NR)
         # the reads above before the register file's in-place update below (else XLA copies it every step)
         dep, dep_kind, reg_in = lax.optimization_barrier((dep, dep_kind, c["reg"]))
         x1 = c["wfree"]
@@ -157,7 +188,7 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
         slot_d = c["slot_d"] + jnp.where(busy, row[:, C_SLOT], 0.0)
         pipe_d = c["pipe_d"] + jnp.where(mine_c, row[:, C_PIPE][:, None], 0.0)
         own_pipe = jnp.where(mine_c, (T + row[:, C_PIPE])[:, None], c["own_pipe"])
-        demand = c["demand"] + jnp.sum(jnp.where(go[:, None], row[:, C_DEMAND:], 0.0), axis=0)
+        demand = c["demand"] + jnp.sum(jnp.where(go[:, None], row[:, C_DEMAND:N_COLS], 0.0), axis=0)
         # -- stall accounting: readiness (branch / barrier / block start), the scoreboard, the warp's own pipe --
         x0 = c["last_issue"] + 1.0
         sa = jnp.maximum(x1 - x0, 0.0)
@@ -173,8 +204,12 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
         dcol = jnp.where(go[:, None] & (dst >= 0), dst, NR)
         rows = j[:, None] + 0 * dcol
         tag = (c["wep"] * 16 + row[:, C_KIND].astype(jnp.int32)).astype(jnp.float32)
-        reg = reg_in.at[rows, dcol].set(jnp.broadcast_to(jnp.stack([complete, tag], -1)[:, None, :], dcol.shape + (2,)),
-                                        mode="drop")
+        written = jnp.stack([complete, tag], -1)  # [WS, 2]
+        reg = reg_in.at[rows, dcol].set(jnp.broadcast_to(written[:, None, :], dcol.shape + (2,)), mode="drop")
+        if wide_k:  # the picked warps' further destinations
+            dcol_w = jnp.where((pick < WS)[:, None] & (regs_w[:, n_src:] >= 0), regs_w[:, n_src:], NR)
+            reg = reg.at[pw[:, None] + 0 * dcol_w, dcol_w].set(
+                jnp.broadcast_to(written[pw][:, None, :], dcol_w.shape + (2,)), mode="drop")
         # -- the warps --
         wfree = jnp.where(go, T + row[:, C_NEXT], x1)
         wreason = jnp.where(go, jnp.where(is_ctl & ~fw, mc.BRANCH, mc.NOT_SELECTED), c["wreason"])
@@ -213,23 +248,25 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
                   issued=c["issued"] + n_go, t_last=t_last, demand=demand, pipe_d=pipe_d, slot_d=slot_d,
                   own_pipe=jnp.where(fresh[:, None], 0.0, own_pipe))
         gap_reason = jnp.where(sc > jnp.maximum(sa, sb), thr, jnp.where(sb > sa, dep_kind, c["wreason"]))
-        ys = (jnp.where(busy, T, jnp.nan), jnp.where(busy, j, -1), jnp.where(busy, sched, -1), jnp.where(busy, pc, -1),
-              jnp.where(busy, tw, -1), jnp.where(busy & (sa + sb + sc > 0), gap_reason, -1), x0, c2["issued"], t_last,
-              demand, jnp.sum(slot_d), jnp.sum(pipe_d, axis=0))
+        ys = (c2["issued"], t_last, demand, jnp.sum(slot_d), jnp.sum(pipe_d, axis=0))
+        if timeline:  # a fifth of the step's cost: only when asked for
+            ys += (jnp.where(busy, T, jnp.nan), jnp.where(busy, j, -1), jnp.where(busy, sched, -1),
+                   jnp.where(busy, pc, -1), jnp.where(busy, tw, -1),
+                   jnp.where(busy & (sa + sb + sc > 0), gap_reason, -1), x0)
         return c2, ys
 
     inner = functools.partial(lax.scan, step, length=shape.inner)
     chunk = jax.checkpoint(lambda c, _: inner(c, None)) if mc.CHECKPOINT else (lambda c, _: inner(c, None))
     c, ys = lax.scan(chunk, c, None, length=shape.steps // shape.inner)
-    out = mc._window_result(c, ys[:9], n_queue, total, n_members)
+    out = mc._window_result(c, ys[0], ys[1], ys[5:] if timeline else None, n_queue, total, n_members)
     # the window's halves by instructions (as the extrapolation splits it): the time and demands of each
-    n_cum, t_run = ys[7].reshape(-1), ys[8].reshape(-1)
+    n_cum, t_run = ys[0].reshape(-1), ys[1].reshape(-1)
     kh = jnp.argmax(n_cum >= c["issued"] // 2)
     # the issue queue: the larger of the issue slots and the busiest pipe (they overlap), over the schedulers
     Q = len(QUEUES)
-    issue_half = jnp.maximum(ys[10].reshape(-1)[kh], jnp.max(ys[11].reshape(-1, tr.N_CLASSES)[kh]))
+    issue_half = jnp.maximum(ys[3].reshape(-1)[kh], jnp.max(ys[4].reshape(-1, tr.N_CLASSES)[kh]))
     issue_whole = jnp.maximum(jnp.sum(c["slot_d"]), jnp.max(jnp.sum(c["pipe_d"], axis=0)))
-    half = ys[9].reshape(-1, 2 * Q)[kh].at[0].set(issue_half).at[Q].set(issue_half)
+    half = ys[2].reshape(-1, 2 * Q)[kh].at[0].set(issue_half).at[Q].set(issue_half)
     whole = c["demand"].at[0].set(issue_whole).at[Q].set(issue_whole)
     out["demand"] = whole
     out["demand_halves"] = jnp.stack([half, whole - half])
@@ -262,11 +299,12 @@ def mva(demand, alone, n, n_max: int, local, waits=None):
     return xs[idx], rs[idx]
 
 
-def _interval_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape: mc.Shape, n_regs: int):
+def _interval_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape: mc.Shape, n_regs: int,
+                 timeline: bool = True, narrow: tuple = ()):
     """One SM through the interval model: the isolated window (`_isolated_sm`), its demands per resident warp
     through `mva`, every time stretched by the contended over the isolated window time. Returns the replay's
     dict of results, plus `isolated_cycles` and `stretch`."""
-    out = _isolated_sm(p, k, queue, n_queue, share, total, cap, shape, n_regs)
+    out = _isolated_sm(p, k, queue, n_queue, share, total, cap, shape, n_regs, timeline, narrow)
     NSCH = shape.schedulers
     n = jnp.maximum(out["warps"], 1).astype(jnp.float32)
     local = jnp.asarray([1.0 / NSCH, 1.0, 1.0, 1.0, 1.0], jnp.float32)
@@ -305,30 +343,39 @@ def _interval_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
     extra = jnp.zeros(len(mc.REASONS), jnp.float32).at[to_reason].add(wait)
     valid = out["stall"][:, mc.SELECTED] > 0
     stall = out["stall"] + jnp.where(valid[:, None], extra[None, :] / jnp.maximum(jnp.sum(valid), 1), 0.0)
-    timeline = (stretch_t(out["timeline"][0]),) + tuple(out["timeline"][1:6]) + (stretch_t(out["timeline"][6]),)
-    return dict(out, cycles=cycles, window_cycles=window_end, stall=stall, timeline=timeline,
-                warp_cycles=out["warp_cycles"] * stretch, isolated_cycles=out["cycles"], stretch=stretch)
+    out = dict(out, cycles=cycles, window_cycles=window_end, stall=stall, warp_cycles=out["warp_cycles"] * stretch,
+               isolated_cycles=out["cycles"], stretch=stretch)
+    if timeline:
+        tl = out["timeline"]
+        out["timeline"] = (stretch_t(tl[0]),) + tuple(tl[1:6]) + (stretch_t(tl[6]),)
+    return out
 
 
 def operand_widths(kernel: mc.Kernel) -> tuple:
     """(source, destination) register columns any instruction of the kernel arrays uses (at least 1 each): the
-    scoreboard's gather and scatter need no more of the padded ones."""
-    used = lambda a: max(1, int(np.max(np.sum(np.asarray(a) >= 0, axis=-1), initial=0)))  # noqa: E731
-    return used(kernel["src"]), used(kernel["dst"])
+    scoreboard's gather and scatter need no more of the padded ones; then the same over the instructions of at
+    most NARROW operands each, where others use more (a WMMA mma's 24 sources: `_isolated_sm` reads those for
+    a few warps a step)."""
+    src, dst = (np.sum(np.asarray(kernel[x]) >= 0, axis=-1) for x in ("src", "dst"))
+    used = lambda a: max(1, int(np.max(a, initial=0)))  # noqa: E731
+    widths = (used(src), used(dst))
+    small = (src <= NARROW[0]) & (dst <= NARROW[1])
+    return widths if small.all() else widths + (used(src[small]), used(dst[small]))
 
 
 def replay_sms_interval(params: dict, k: mc.Kernel, queues, n_queue, share, total, policy, cap, shape: mc.Shape,
-                        n_regs: int, widths: tuple = ()):
+                        n_regs: int, widths: tuple = (), timeline: bool = True):
     """`replay.replay_sms` through the interval model (vmapped over SMs); policy is unused (MVA is a mean over
     the warps); cap: the window's warp instructions per SM; widths: `operand_widths` of the kernel (static;
-    default every column)."""
+    default every column); timeline: whether the results hold the issue timeline (static)."""
     if widths:  # operands are packed to the left: the columns beyond the widest instruction's are all -1
         k = dict(k, src=k["src"][..., :widths[0]], dst=k["dst"][..., :widths[1]])
-    f = lambda q, n, sh, to: _interval_sm(params, k, q, n, sh, to, cap, shape, n_regs)  # noqa: E731
+    narrow = tuple(widths[2:4])
+    f = lambda q, n, sh, to: _interval_sm(params, k, q, n, sh, to, cap, shape, n_regs, timeline, narrow)  # noqa: E731
     return jax.vmap(f)(queues, n_queue, share, total)
 
 
-replay_interval = jax.jit(replay_sms_interval, static_argnames=("shape", "n_regs", "widths"))
+replay_interval = jax.jit(replay_sms_interval, static_argnames=("shape", "n_regs", "widths", "timeline"))
 
 
 CHUNK = 32  # the interval model's steps are a multiple of this (its chunks are `shape_with`'s)

@@ -162,13 +162,12 @@ def _next_blocks(p: dict, lo: dict, c: dict, blk_done, blk_end, queue, n_queue) 
                 qnext=c["qnext"] + jnp.sum(more.astype(jnp.int32)))
 
 
-def _window_result(c: dict, ys: tuple, n_queue, total, n_members) -> dict:
-    """The fast or the interval replay's results from its final carry and per-step outputs (ys: the timeline's
-    seven entries, then the issued count and the latest issue time after each step): the SM's cycles,
-    extrapolated at the rate of the window's second half of instructions where its queue is longer, as
-    `_replay_sm` does."""
-    n_cum, t_run = ys[7].reshape(-1), ys[8].reshape(-1)
-    ys = tuple(y.reshape(-1) for y in ys[:7])
+def _window_result(c: dict, n_cum, t_run, timeline, n_queue, total, n_members) -> dict:
+    """The fast or the interval replay's results from its final carry and per-step outputs: the issued count
+    n_cum and the latest issue time t_run after each step, the timeline's seven entries (None: not asked for,
+    and then absent from the results): the SM's cycles, extrapolated at the rate of the window's second half of
+    instructions where its queue is longer, as `_replay_sm` does."""
+    n_cum, t_run = n_cum.reshape(-1), t_run.reshape(-1)
     finished = (c["qnext"] >= n_queue) & jnp.all(c["slot_tb"] < 0)
     # steady-state extrapolation from the window's second half of instructions, as `_replay_sm`
     n_end = c["issued"]
@@ -181,8 +180,11 @@ def _window_result(c: dict, ys: tuple, n_queue, total, n_members) -> dict:
     cycles = jnp.where(finished, c["end_t"], window_end + extra)
     running = c["slot_tb"] >= 0
     occ = c["occ"] + jnp.sum(jnp.where(running, n_members * (window_end - c["slot_start"]), 0.0))
-    return {"cycles": cycles, "finished": finished, "window_cycles": window_end, "issued": c["issued"],
-            "stall": c["stall"], "warp_cycles": occ, "timeline": ys}
+    out = {"cycles": cycles, "finished": finished, "window_cycles": window_end, "issued": c["issued"],
+           "stall": c["stall"], "warp_cycles": occ}
+    if timeline is not None:
+        out["timeline"] = tuple(y.reshape(-1) for y in timeline)
+    return out
 
 
 def _pow2(n: int) -> int:

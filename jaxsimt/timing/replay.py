@@ -497,7 +497,7 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
     inner = functools.partial(lax.scan, step, length=shape.inner)
     chunk = jax.checkpoint(lambda c, _: inner(c, None)) if CHECKPOINT else (lambda c, _: inner(c, None))
     c, ys = lax.scan(chunk, c, None, length=shape.steps // shape.inner)
-    return _window_result(c, ys, n_queue, total, n_members)
+    return _window_result(c, ys[7], ys[8], ys[:7], n_queue, total, n_members)
 
 
 def replay_sms_fast(params: dict, k: Kernel, queues, n_queue, share, total, policy, cap, shape: Shape, n_regs: int):
@@ -649,23 +649,28 @@ def _check_replay(replay: str) -> None:
         raise ValueError(f"replay {replay!r}: choose one of {', '.join(REPLAYS)}")
 
 
-def run(work: Work, params: dict, policy: str = "gto", replay: str = "exact") -> dict:
+def run(work: Work, params: dict, policy: str = "gto", replay: str = "exact", timeline: bool = True) -> dict:
     """Replay a planned kernel; returns the per-SM results (arrays with a leading SM axis). replay: "exact"
-    (`_replay_sm`, one warp instruction per step, the reference) or "fast" (`_replay_sm_fast`, one issue
-    cycle of every SM per step, the same window of instructions)."""
+    (`_replay_sm`, one warp instruction per step, the reference), "fast" (`_replay_sm_fast`, one issue
+    cycle of every SM per step, the same window of instructions) or "interval" (`interval.py`). timeline:
+    whether the results hold the issue timeline (`timeline.py`); the interval model spends about a fifth of
+    its time writing it, the others one issue per scheduler and step."""
     _check_replay(replay)
     pol = jnp.int32(POLICIES.index(policy))
     args = (params, work.kernel, jnp.asarray(work.queues), jnp.asarray(work.n_queue), jnp.asarray(work.share),
             jnp.asarray(work.total), pol)
     if replay == "fast":
-        return _covering(lambda steps: replay_fast(*args, jnp.int32(work.shape.steps), n_regs=work.n_regs,
-                                                   shape=dataclasses.replace(work.shape, steps=steps)),
-                         fast_steps(work), work.shape.steps, work.total)[0]
-    if replay == "interval":
+        out = _covering(lambda steps: replay_fast(*args, jnp.int32(work.shape.steps), n_regs=work.n_regs,
+                                                  shape=dataclasses.replace(work.shape, steps=steps)),
+                        fast_steps(work), work.shape.steps, work.total)[0]
+    elif replay == "interval":
         return _covering(lambda steps: interval.replay_interval(
             *args, jnp.int32(work.shape.steps), n_regs=work.n_regs, shape=interval.shape_with(work.shape, steps),
-            widths=interval.operand_widths(work.kernel)), interval.steps(work), work.shape.steps, work.total)[0]
-    return globals()["replay"](*args, shape=work.shape, n_regs=work.n_regs)
+            widths=interval.operand_widths(work.kernel), timeline=timeline), interval.steps(work), work.shape.steps,
+            work.total)[0]
+    else:
+        out = globals()["replay"](*args, shape=work.shape, n_regs=work.n_regs)
+    return out if timeline else {k: v for k, v in out.items() if k != "timeline"}
 
 
 def _covering(replay_with, steps: int, most: int, total, cap=None):
@@ -787,7 +792,7 @@ def with_atomics(cycles, atomic_ops, params: dict):
 def kernel_cycles(work: Work, params: dict, policy: str = "gto", replay: str = "exact"):
     """Cycles of the whole kernel (its slowest SM, or its busiest atomic sector): a differentiable scalar
     of `params`."""
-    return with_atomics(jnp.max(run(work, params, policy, replay)["cycles"]), work.atomic_ops, params)
+    return with_atomics(jnp.max(run(work, params, policy, replay, timeline=False)["cycles"]), work.atomic_ops, params)
 
 
 def uses_tensor(work: "Work") -> bool:
