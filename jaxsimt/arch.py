@@ -63,8 +63,9 @@ class Timing:
     mio_queue_cycles: float = 16.0  # shared-memory backlog beyond which shared instructions stall (mio_throttle)
     lsu_queue_cycles: float = 64.0  # L1 backlog beyond which global instructions stall (lg_throttle)
     block_launch_cycles: float = 200.0  # from a block slot freeing (or kernel start) to its next block's first issue
-    # an SM starts at most one block per this many cycles (its block dispatch; 0: no limit). Measured on the
-    # H200 (~143, docs/timing.md) but not yet part of any fit, so 0 everywhere until one includes it
+    # an SM starts at most one block per this many cycles (its block dispatch; 0: no limit): a grid of many
+    # short blocks runs at this rate whatever its memory traffic. The H200's is measured (empty blocks, 64-256
+    # per SM: ~143 cycles each, docs/timing.md) and held there; 0 where nothing measured it
     block_dispatch_cycles: float = 0.0
     launch_overhead_us: float = 1.5  # kernel launch to first block and last block to completion, microseconds
     # global atomics on one L2 sector serialize: SM cycles per operation there (a kernel takes at least its
@@ -409,6 +410,7 @@ _H200_FITTED = dataclasses.replace(  # only what the fit moved; the rest stays a
     lsu_queue_cycles=75.8183,
     block_launch_cycles=579.849,
     launch_overhead_us=1.43426,
+    block_dispatch_cycles=143.02,  # held at its measurement (calibrate.HELD)
 )
 
 H200 = Arch(

@@ -50,8 +50,9 @@ FIT = ("alu_latency", "fma_latency", "sfu_latency", "tensor_latency", "shared_la
        "dram_gbytes_per_s", "tensor_flops_per_cycle_per_sm")
 # parameters held at their micro-benchmark measurement, not fitted: the L1TEX data pipe's rate is measured
 # directly (32-way conflicted shared loads), and global sectors pass the same pipe, so a fitted rate would
-# trade the shared kernels' time against the global ones' (docs/timing.md, the L1TEX data stage)
-HELD = ("shared_cycles_per_wavefront",)
+# trade the shared kernels' time against the global ones' (docs/timing.md, the L1TEX data stage); the block
+# dispatch rate is measured on empty blocks, and the calibration's kernels run too few blocks per SM to see it
+HELD = ("shared_cycles_per_wavefront", "block_dispatch_cycles")
 
 
 @dataclass
@@ -337,7 +338,7 @@ def measured(arch: str = "h200") -> dict:
     out = {r["param"]: float(r["value"]) for r in m.values()
            if r.get("param") in FIT + HELD and r["param"] not in NOT_MEASURED}
     try:
-        out.update({k: v for k, v in launch_terms(arch).items() if k in FIT})
+        out.update({k: v for k, v in launch_terms(arch).items() if k in FIT + HELD})
     except fixtures.FixtureNotFound:
         pass
     return out
