@@ -130,7 +130,8 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
     n_src = k["src"].shape[1]
     # instructions of more operands than `narrow`'s (a WMMA mma's 24 sources): at most wide_k warps of the SM
     # read and write their registers each step, the others every warp's narrow columns; a warp at a wide
-    # instruction beyond those waits for a later step, which changes no time (a warp's times are its own)
+    # instruction beyond those waits for a later step, which changes none of its times (they are its own), only
+    # the step at which the window's halves split
     wide_k = max(1, WS // WIDE_SHARE) if narrow else 0
     if wide_k:
         ns_n, nd_n = narrow
