@@ -26,6 +26,7 @@ from jaxsimt import types as T
 from jaxsimt.run.command import (ArgumentParser, add_arch, check_input_file, check_output_dir, check_output_file,
                              command, human_bytes, memory_budget)
 from jaxsimt.errors import UsageError
+from jaxsimt.timing.replay import REPLAYS
 
 _ARRAY = re.compile(r"^(\w+)\[([^\]]*)\]:(.+)$")
 _REF = re.compile(r"^@(\d+)(?:([+-])(\d+))?$")
@@ -367,7 +368,7 @@ def parser(prog: str = "jaxsimt run", description: str | None = None, file_requi
     p.add_argument("--l1", choices=("tags", "footprint"), default="tags",
                    help="the timing model's L1: tags (the traced loads through a model of one SM's L1: one more "
                         "run of the traced blocks) or footprint (an estimate from the arrays' bytes; faster)")
-    p.add_argument("--replay", choices=("exact", "fast", "interval"), default="exact",
+    p.add_argument("--replay", choices=REPLAYS, default="exact",
                    help="the timing model's replay: exact (cycle by cycle, the reference), fast (every warp "
                         "scheduler's issue per step) or interval (the warps alone, then mean value analysis of what "
                         "they share; the fastest; docs/timing.md)")

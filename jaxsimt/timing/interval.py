@@ -142,8 +142,7 @@ def _isolated_sm(p: dict, k: mc.Kernel, queue, n_queue, share, total, cap, shape
     n_members = jnp.sum(members, axis=1)
     reason_ids = jnp.arange(len(mc.REASONS), dtype=jnp.int32)[None, :]
     cls_ids = jnp.arange(tr.N_CLASSES, dtype=jnp.int32)
-    # per register slot: 16 x the epoch of its warp slot's block when written + its scoreboard kind
-    c = {k_: v for k_, v in c.items() if k_ != "reg_t"}
+    c = {k_: v for k_, v in c.items() if k_ != "reg_t"}  # replaced by `reg` below
     # per register slot: its ready time and 16 x the epoch of its warp slot's block when written + the scoreboard
     # kind (as a float: one array, gathered and updated in place once per step)
     c = dict(c, reg=jnp.stack([jnp.zeros((WS, NR), jnp.float32), jnp.full((WS, NR), float(mc.WAIT), jnp.float32)], -1),

@@ -260,12 +260,6 @@ replay = jax.jit(replay_sms, static_argnames=("shape", "n_regs"))
 # which free block slot takes the next queued block when several free in one step, and the scoreboard
 # kind charged when two registers are ready at the same time.
 
-def _warp_slots(n: int) -> int:
-    """A replay's warp slots for n resident warps: a power of two up to WARP_SLOT_QUANTUM, a multiple of it
-    above (kernels of near occupancies share a compiled replay; 48 resident warps need not pay for 64)."""
-    return _pow2(n) if n <= WARP_SLOT_QUANTUM else -(-int(n) // WARP_SLOT_QUANTUM) * WARP_SLOT_QUANTUM
-
-
 REPLAYS = ("exact", "fast", "interval")  # "interval": jaxsimt/timing/interval.py
 FAST_INTERVAL = 16.0  # schedulers whose next issue falls within this many cycles of the SM's earliest one share a step
 FAST_SLACK = 1.5  # fast steps per instruction of the busiest scheduler in the window (steps it does not issue)
@@ -568,6 +562,12 @@ def window_cap(n_sms: int) -> int:
     return max(WINDOW_MIN, min(WINDOW_MAX, _pow2(WINDOW_BUDGET // max(n_sms, 1) + 1) // 2))
 
 
+def _warp_slots(n: int) -> int:
+    """A replay's warp slots for n resident warps: a power of two up to WARP_SLOT_QUANTUM, a multiple of it
+    above (kernels of near occupancies share a compiled replay; 48 resident warps need not pay for 64)."""
+    return _pow2(n) if n <= WARP_SLOT_QUANTUM else -(-int(n) // WARP_SLOT_QUANTUM) * WARP_SLOT_QUANTUM
+
+
 def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optional[int] = None,
          max_steps: Optional[int] = None, inner: int = 256, steps: Optional[int] = None) -> Work:
     """Distribute the grid's blocks over the SMs (block i to SM i mod num_sms, as the hardware's first
@@ -663,8 +663,8 @@ def run(work: Work, params: dict, policy: str = "gto", replay: str = "exact", ti
         out = _covering(lambda steps: replay_fast(*args, jnp.int32(work.shape.steps), n_regs=work.n_regs,
                                                   shape=dataclasses.replace(work.shape, steps=steps)),
                         fast_steps(work), work.shape.steps, work.total)[0]
-    elif replay == "interval":
-        return _covering(lambda steps: interval.replay_interval(
+    elif replay == "interval":  # leaves the timeline out itself where not asked for (a fifth of its step)
+        out = _covering(lambda steps: interval.replay_interval(
             *args, jnp.int32(work.shape.steps), n_regs=work.n_regs, shape=interval.shape_with(work.shape, steps),
             widths=interval.operand_widths(work.kernel), timeline=timeline), interval.steps(work), work.shape.steps,
             work.total)[0]
