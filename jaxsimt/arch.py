@@ -56,7 +56,10 @@ class Timing:
     # calibration may set this below 1; every other instruction takes one scheduler cycle
     alu_dispatch_cycles: float = 1.0
     shared_cycles_per_wavefront: float = 1.0  # SM-wide shared-memory data pipe
-    l1_sectors_per_cycle: float = 4.0  # SM-wide L1TEX tag / data throughput for global sectors
+    # a global access holds the L1TEX tag stage one cycle per tag wavefront, which takes up to this many of
+    # its lines (ncu's l1tex__t_output_wavefronts on the H200), and the data stage one wavefront per line
+    # (shared_cycles_per_wavefront: the H200's global loads run one line per cycle, kernels/cuda/l1_rate.cu)
+    l1_lines_per_tag_cycle: float = 4.0
     # the SM clock of a kernel that issues Tensor Core instructions (the H200 drops to it whatever their share;
     # 0: clock_ghz)
     tensor_clock_ghz: float = 0.0
@@ -387,29 +390,27 @@ _H200_TIMING = Timing(clock_ghz=1.98, dram_gbytes_per_s=4800.0, tensor_clock_ghz
 # and every value beside its measurement in docs/timing.md.
 _H200_FITTED = dataclasses.replace(  # only what the fit moved; the rest stays at the starting values
     _H200_TIMING,
-    alu_latency=3.02468,
-    fma_latency=3.59834,
+    alu_latency=2.99292,
+    fma_latency=3.54154,
     sfu_latency=16.9995,
-    tensor_latency=19.5109,
-    shared_latency=15.4763,
-    l1_latency=47.8407,
-    l2_latency=210.711,
-    dram_latency=773.687,
-    l2_bytes_per_cycle=2776.5,
+    tensor_latency=19.724,
+    shared_latency=15.5185,
+    l1_latency=22.6366,
+    l2_latency=185.467,
+    dram_latency=750.316,
+    l2_bytes_per_cycle=2697.96,
     dram_gbytes_per_s=3888.45,
-    branch_latency=21.6492,
-    barrier_latency=13.6757,
-    alu_issue=1.08229,
-    fp32_issue=1.01366,
+    branch_latency=21.7296,
+    barrier_latency=13.8213,
+    alu_issue=1.03305,
+    fp32_issue=0.975096,
     sfu_issue=8.41307,
-    lsu_issue=2.08602,
-    alu_dispatch_cycles=0.999427,
+    lsu_issue=1.86746,
+    alu_dispatch_cycles=1.01617,
     shared_cycles_per_wavefront=1.0074,
-    l1_sectors_per_cycle=1.13573,
-    mio_queue_cycles=17.769,
-    lsu_queue_cycles=75.8183,
-    block_launch_cycles=579.849,
-    launch_overhead_us=1.43426,
+    mio_queue_cycles=15.8861,
+    block_launch_cycles=580.888,
+    launch_overhead_us=1.47284,
     block_dispatch_cycles=143.02,  # held at its measurement (calibrate.HELD)
 )
 

@@ -237,7 +237,7 @@ def test_committed_calibration_report_reproduces_on_held_out_kernels():
     h200 = get_arch("h200")
     assert h200.timing_fitted is not None  # the H200 runs with calibrated parameters
     p = tm.params_of("h200")
-    assert float(p["l1_sectors_per_cycle"]) == pytest.approx(h200.timing_fitted.l1_sectors_per_cycle)
+    assert float(p["l1_latency"]) == pytest.approx(h200.timing_fitted.l1_latency)
     path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "results", "timing_cpu.json")
     with open(path) as f:
         report = json.load(f)

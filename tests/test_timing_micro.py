@@ -10,7 +10,7 @@ from jaxsimt.apps import calibrate, fixtures
 def test_the_measurements_are_ordered_as_the_hardware_is():
     m = calibrate.measured("h200")
     for k in ("fma_latency", "alu_latency", "sfu_latency", "shared_latency", "l1_latency", "l2_latency",
-              "dram_latency", "l1_sectors_per_cycle", "l2_bytes_per_cycle", "dram_gbytes_per_s"):
+              "dram_latency", "l2_bytes_per_cycle", "dram_gbytes_per_s"):
         assert k in m and m[k] > 0, k
     assert m["fma_latency"] < m["shared_latency"] < m["l1_latency"] < m["l2_latency"] < m["dram_latency"]
     raw = fixtures.timing_micro("h200")
@@ -42,3 +42,36 @@ def test_held_parameters_are_their_measurements():
     assert 120 < meas["block_dispatch_cycles"] < 170
     for k in calibrate.HELD:
         assert float(p[k]) == pytest.approx(meas[k], rel=2e-3), k
+
+
+def test_global_loads_hitting_l1_take_one_data_stage_cycle_per_line():
+    """The model's L1 data-stage cost of one global request is its lines (one wavefront each, `Trace.wavefronts`)
+    at the shared pipe's measured rate: against the H200's cycles per request for the request shapes of
+    kernels/cuda/l1_rate.cu that only L1 bounds (1-32 lines of 1-4 sectors, each pass's addresses set up
+    once), within 6%; the lines are the coalescer's count, equal to ncu's data-stage wavefronts."""
+    import numpy as np
+
+    from jaxsimt.timing import machine
+    from jaxsimt.units import coalescing
+
+    meas = calibrate.measured("h200")
+    p = {"shared_cycles_per_wavefront": jnp.float32(meas["shared_cycles_per_wavefront"]),
+         "l1_lines_per_tag_cycle": jnp.float32(4.0)}
+    rates = fixtures.l1_rates("h200")
+    shapes = [s for s in rates if s.startswith("lines_")]
+    assert len(shapes) == 9
+    for shape in shapes:
+        n_lines, spl = (int(x) for x in shape.split("_")[1:])
+        lane = np.arange(32)
+        addr = (lane % n_lines) * 128 + ((lane // n_lines) % spl) * 32  # as l1_rate.cu's `lines` kernel
+        c = coalescing.coalesce("h200", addr, 4, np.ones(32, bool))
+        r = rates[shape]
+        assert int(c.lines) == round(r["lines"]) == n_lines and int(c.sectors) == round(r["sectors"]), shape
+        got = float(machine._data_stage_cycles(jnp.float32(c.lines), p))
+        assert got == pytest.approx(r["cycles_per_request"], rel=0.06), shape
+        # the tag stage takes up to four lines a cycle (ncu's tag wavefronts), never the bound here
+        tag = float(machine._tag_stage_cycles(jnp.float32(1.0), jnp.float32(c.lines), p))
+        assert tag == pytest.approx(r["tag_wavefronts"], rel=1e-3) and tag <= got
+    # the same pipe as shared accesses: a global line costs what a shared wavefront does
+    assert fixtures.timing_micro("h200")["l1_global_cycles_per_line"]["value"] == pytest.approx(
+        meas["shared_cycles_per_wavefront"], rel=0.05)

@@ -45,7 +45,7 @@ SUITES_HELD_OUT = ("rodinia", "parboil", "shoc")
 # parameters the fit moves (the clock and the structural rates of the analytical model stay)
 FIT = ("alu_latency", "fma_latency", "sfu_latency", "tensor_latency", "shared_latency", "l1_latency", "l2_latency",
        "dram_latency", "branch_latency", "barrier_latency", "alu_issue", "fp32_issue", "sfu_issue", "tensor_issue",
-       "lsu_issue", "control_issue", "alu_dispatch_cycles", "l1_sectors_per_cycle",
+       "lsu_issue", "control_issue", "alu_dispatch_cycles",
        "mio_queue_cycles", "lsu_queue_cycles", "block_launch_cycles", "launch_overhead_us", "l2_bytes_per_cycle",
        "dram_gbytes_per_s", "tensor_flops_per_cycle_per_sm")
 # parameters held at their micro-benchmark measurement, not fitted: the L1TEX data pipe's rate is measured

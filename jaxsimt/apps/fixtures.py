@@ -255,4 +255,41 @@ def timing_micro(arch: str = "h200") -> dict[str, dict]:
         if line.strip().startswith("{"):
             r = json.loads(line)
             out[r.pop("name")] = r
+    try:
+        out.update(_l1_rates(arch))
+    except FixtureNotFound:
+        pass
     return out
+
+
+def l1_rates(arch: str = "h200") -> dict[str, dict]:
+    """The L1 hit path by request shape (kernels/cuda/l1_rate.cu: `timing_micro/l1_rate_events.csv`, runs
+    averaged, and ncu's counts per launch in `l1_rate_ncu.csv`): shape -> {'sectors', 'lines' (ncu's
+    l1tex__data_pipe_lsu_wavefronts per request), 'tag_wavefronts' (l1tex__t_output_wavefronts per request),
+    'cycles_per_request' (SM cycles, CUDA events at the clock the run assumed)}."""
+    lines = _text(arch, "timing_micro/l1_rate_events.csv").splitlines()
+    head = lines[0].split(",")  # each run wrote its own header line
+    rows = [dict(zip(head, ln.split(","))) for ln in lines if ln.strip() and ln != lines[0]]
+    ncu = {}
+    for r in csv.DictReader(io.StringIO(_text(arch, "timing_micro/l1_rate_ncu.csv"))):
+        ncu[(r["kernel"], r["metric"])] = float(r["median"])
+    out = {}
+    for shape in dict.fromkeys(r["shape"] for r in rows):
+        req = ncu[(shape, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")]
+        out[shape] = {
+            "sectors": ncu[(shape, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")] / req,
+            "lines": ncu[(shape, "l1tex__data_pipe_lsu_wavefronts.sum")] / req,
+            "tag_wavefronts": ncu[(shape, "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum")] / req,
+            "cycles_per_request": float(np.mean([1.0 / float(r["requests_per_sm_cycle"]) for r in rows
+                                                 if r["shape"] == shape]))}
+    return out
+
+
+def _l1_rates(arch: str) -> dict[str, dict]:
+    """timing_micro records of the L1 hit path (`l1_rates`): the SM cycles per line of global loads whose
+    lanes each read their own line (the data stage's rate for global accesses, no param: the model takes
+    the shared pipe's measured rate for it, and this checks it)."""
+    r = l1_rates(arch)["lines_32_1"]
+    return {"l1_global_cycles_per_line": {
+        "value": r["cycles_per_request"] / r["lines"], "unit": "cycles", "param": "",
+        "detail": "LDG.32 hitting L1, each lane its own line (32 per request), 64 warps per SM (l1_rate.cu)"}}

@@ -72,16 +72,16 @@ def _instruction_table(p: dict, k: mc.Kernel, lo: dict, shape: mc.Shape):
     lat, issue = lo["lat"], lo["issue"]
     is_sh, is_gl, is_ctl = (cl == tr.SHARED) | (cl == tr.SHUFFLE), cl == tr.GLOBAL, cl == tr.CONTROL
     sec, req, hit_l1, todr = k["sectors"], k["requests"], k["hit_l1"], k["to_dram"]
-    o1 = jnp.maximum(req, sec / p["l1_sectors_per_cycle"])
+    o1 = mc._tag_stage_cycles(req, k["wavefronts"], p)
     miss = sec * (1.0 - hit_l1)
     d2 = miss / lo["sectors_per_cycle_l2"]
     d3 = miss * todr / lo["sectors_per_cycle_dram"]
     glat = (p["l1_latency"] + (1.0 - hit_l1) * (p["l2_latency"] - p["l1_latency"])
             + (1.0 - hit_l1) * todr * (p["dram_latency"] - p["l2_latency"]))
-    wav = jnp.maximum(k["wavefronts"], 1.0) * p["shared_cycles_per_wavefront"]
-    gwav = mc._data_stage_cycles(req, sec, shape, p)
+    wav = mc._data_stage_cycles(k["wavefronts"], p)
     # with the queues idle the global stages overlap as in the exact replay: the longest of them, then the latency
-    done = jnp.where(is_sh, wav + p["shared_latency"], jnp.where(is_gl, jnp.maximum(o1, d2 + d3) + glat, lat[cl]))
+    done = jnp.where(is_sh, wav + p["shared_latency"],
+                     jnp.where(is_gl, jnp.maximum(jnp.maximum(o1, wav), d2 + d3) + glat, lat[cl]))
     interval = jnp.where(cl == tr.TENSOR,
                          jnp.maximum(issue[tr.TENSOR], k["flops"] * NSCH / p["tensor_flops_per_cycle_per_sm"]),
                          issue[cl])
@@ -91,7 +91,7 @@ def _instruction_table(p: dict, k: mc.Kernel, lo: dict, shape: mc.Shape):
             jnp.where(fw, 0.0, jnp.where(is_ctl, p["branch_latency"], 1.0)), interval,
             jnp.where((cl == tr.ALU) | is_ctl, p["alu_dispatch_cycles"], 1.0),
             lo["kind_t"][cl].astype(jnp.float32), lo["thr_t"][cl].astype(jnp.float32),
-            z, jnp.where(is_sh, wav, jnp.where(is_gl, gwav, 0.0)), jnp.where(is_gl, o1, 0.0),
+            z, jnp.where(is_sh | is_gl, wav, 0.0), jnp.where(is_gl, o1, 0.0),
             jnp.where(is_gl, d2, 0.0), jnp.where(is_gl, d3, 0.0)]
     waits = k["dst"][:, 0] >= 0
     cols += [jnp.where(waits, x, 0.0) for x in cols[C_DEMAND:]]

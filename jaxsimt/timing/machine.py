@@ -55,7 +55,6 @@ class Shape:
     schedulers: int  # NSCH
     steps: int  # S = outer * inner
     inner: int  # steps per checkpointed chunk
-    sectors_per_wavefront: int = 4  # sectors the L1TEX data stage moves per wavefront (banks x width / sector)
 
 
 Kernel = dict  # per-kernel arrays (a dict pytree): cls/dst/src/requests/sectors/wavefronts/hit_l1/to_dram/flops
@@ -96,10 +95,16 @@ def _class_tables(p: dict, nsch):
     return lat, issue
 
 
-def _data_stage_cycles(req, sec, shape: Shape, p: dict):
-    """Cycles a global access's sectors hold the L1TEX data stage (the pipe shared accesses use) after its tag
-    stage: max(requests, sectors / sectors per wavefront) wavefronts."""
-    return jnp.maximum(req, sec / shape.sectors_per_wavefront) * p["shared_cycles_per_wavefront"]
+def _tag_stage_cycles(req, wav, p: dict):
+    """Cycles a global access holds the SM's L1TEX tag stage: one per tag wavefront, which takes up to
+    l1_lines_per_tag_cycle of a request's lines (`wav`: its data-stage wavefronts, one per line)."""
+    return jnp.maximum(req, wav / p["l1_lines_per_tag_cycle"])
+
+
+def _data_stage_cycles(wav, p: dict):
+    """Cycles an access holds the L1TEX data stage, which shared and global accesses share: one wavefront
+    per cycle, a shared access's bank wavefronts or a global access's lines (`Trace.wavefronts`)."""
+    return jnp.maximum(wav, 1.0) * p["shared_cycles_per_wavefront"]
 
 
 def _sm_start(p: dict, k: Kernel, queue, n_queue, share, shape: Shape, n_regs: int):

@@ -48,7 +48,8 @@ from jaxsimt.timing import trace as tr
 from jaxsimt.timing.machine import (  # noqa: F401  (the SM's pieces, also this module's public names)
     BAR, BRANCH, CHECKPOINT, LG, LONG, MATH, MIO, NOINST, NOT_SELECTED, POLICIES, REASONS, SELECTED, SHORT, WAIT,
     Kernel, Shape, _INF, _KIND, _THROTTLE, _class_tables, _clock, _data_stage_cycles, _next_blocks, _pad, _pow2,
-    _sm_start, _window_result, kernel_arrays, params_of, predicted_clock, predicted_ms, starting_params)
+    _sm_start, _tag_stage_cycles, _window_result, kernel_arrays, params_of, predicted_clock, predicted_ms,
+    starting_params)
 from jaxsimt.arch import Arch, get_arch
 
 # The replay window (steps of one SM; longer queues are extrapolated from its second half, `window_steps`):
@@ -113,14 +114,15 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         interval = jnp.where(csel == tr.TENSOR,
                              jnp.maximum(issue[tr.TENSOR], k["flops"][pcsel] * NSCH / p["tensor_flops_per_cycle_per_sm"]),
                              issue[csel])
-        wav = jnp.maximum(k["wavefronts"][pcsel], 1.0) * p["shared_cycles_per_wavefront"]
+        wf = k["wavefronts"][pcsel]
+        wav = _data_stage_cycles(wf, p)
         sh_start = jnp.maximum(T, c["mio"])
         is_sh = (csel == tr.SHARED) | (csel == tr.SHUFFLE)
         is_gl = csel == tr.GLOBAL
         sec, req = k["sectors"][pcsel], k["requests"][pcsel]
         hit, todr = k["hit_l1"][pcsel], k["to_dram"][pcsel]
         s1 = jnp.maximum(T, c["l1"])
-        o1 = jnp.maximum(req, sec / p["l1_sectors_per_cycle"])
+        o1 = _tag_stage_cycles(req, wf, p)
         miss = sec * (1.0 - hit)
         s2 = jnp.maximum(s1, c["l2"])
         e2 = s2 + miss / sectors_per_cycle_l2
@@ -129,13 +131,14 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         e3 = s3 + dsec / sectors_per_cycle_dram
         glat = (p["l1_latency"] + (1.0 - hit) * (p["l2_latency"] - p["l1_latency"])
                 + (1.0 - hit) * todr * (p["dram_latency"] - p["l2_latency"]))
-        g_done = jnp.maximum(jnp.maximum(s1 + o1, jnp.where(miss > 0, e2, 0.0)), jnp.where(dsec > 0, e3, 0.0)) + glat
+        d_end = jnp.maximum(c["mio"], s1) + wav  # its data stage (after the tag stage's start), which it waits for
+        g_done = jnp.maximum(jnp.maximum(jnp.maximum(s1 + o1, d_end), jnp.where(miss > 0, e2, 0.0)),
+                             jnp.where(dsec > 0, e3, 0.0)) + glat
         complete = jnp.where(fold, jnp.maximum(T, dep[sel]), jnp.where(is_sh, sh_start + wav + p["shared_latency"],
                                                 jnp.where(is_gl, g_done, T + lat[csel])))
         upd = go & (c["issued"] < cap)  # every state change below only when an instruction issued
-        gwav = _data_stage_cycles(req, sec, shape, p)
         mio = jnp.where(upd & is_sh, sh_start + wav,
-                        jnp.where(upd & is_gl, jnp.maximum(c["mio"], s1) + gwav, c["mio"]))
+                        jnp.where(upd & is_gl, d_end, c["mio"]))
         l1 = jnp.where(upd & is_gl, s1 + o1, c["l1"])
         l2 = jnp.where(upd & is_gl & (miss > 0), e2, c["l2"])
         dram = jnp.where(upd & is_gl & (dsec > 0), e3, c["dram"])
@@ -348,11 +351,11 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
         window = jnp.where(mem, 1.0, FAST_INTERVAL)
         go0 = (Tmin < _INF) & (Tmin < tcyc + window) & (~mem | (Tmin <= fold_min)) & (rank < cap - c["issued"])
         dep = c["ndep"][sel]
-        wav = jnp.maximum(k["wavefronts"][pcsel], 1.0) * p["shared_cycles_per_wavefront"]
+        wf = k["wavefronts"][pcsel]
+        wav = _data_stage_cycles(wf, p)
         sec, req = k["sectors"][pcsel], k["requests"][pcsel]
         hit_l1, todr = k["hit_l1"][pcsel], k["to_dram"][pcsel]
-        o1 = jnp.maximum(req, sec / p["l1_sectors_per_cycle"])
-        gwav = _data_stage_cycles(req, sec, shape, p)
+        o1 = _tag_stage_cycles(req, wf, p)
         miss = sec * (1.0 - hit_l1)
         dsec = miss * todr
         glat = (p["l1_latency"] + (1.0 - hit_l1) * (p["l2_latency"] - p["l1_latency"])
@@ -373,12 +376,13 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
             e2 = s2 + miss[i] / sectors_per_cycle_l2
             s3 = jnp.maximum(s2, dram)
             e3 = s3 + dsec[i] / sectors_per_cycle_dram
-            g_done = jnp.maximum(jnp.maximum(s1 + o1[i], jnp.where(miss[i] > 0, e2, 0.0)),
+            d_end = jnp.maximum(mio, s1) + wav[i]
+            g_done = jnp.maximum(jnp.maximum(jnp.maximum(s1 + o1[i], d_end), jnp.where(miss[i] > 0, e2, 0.0)),
                                  jnp.where(dsec[i] > 0, e3, 0.0)) + glat[i]
             comp.append(jnp.where(fold[i], jnp.maximum(Ti, dep[i]),
                                   jnp.where(is_sh[i], sh_start + wav[i] + p["shared_latency"],
                                             jnp.where(is_gl[i], g_done, Ti + lat[csel[i]]))))
-            mio = jnp.where(gi & is_sh[i], sh_start + wav[i], jnp.where(gi & is_gl[i], jnp.maximum(mio, s1) + gwav[i], mio))
+            mio = jnp.where(gi & is_sh[i], sh_start + wav[i], jnp.where(gi & is_gl[i], d_end, mio))
             l1 = jnp.where(gi & is_gl[i], s1 + o1[i], l1)
             l2 = jnp.where(gi & is_gl[i] & (miss[i] > 0), e2, l2)
             dram = jnp.where(gi & is_gl[i] & (dsec[i] > 0), e3, dram)
@@ -612,8 +616,7 @@ def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optio
     S = max(S, inner_)
     # warp and block slots: what the resident blocks need (fewer slots, a cheaper replay step)
     ws = max(_warp_slots(resident * t.warps_per_block), arch.warp_schedulers_per_sm)
-    shape = Shape(ws, _pow2(resident), arch.warp_schedulers_per_sm, S, inner_,
-                  arch.shared_banks * arch.bank_width // arch.sector_size)
+    shape = Shape(ws, _pow2(resident), arch.warp_schedulers_per_sm, S, inner_)
     if blocks_per_sm * t.warps_per_block > arch.max_warps_per_sm or blocks_per_sm < 1:
         raise ValueError(f"kernel {t.program.name}: {blocks_per_sm} resident blocks of {t.warps_per_block} warps do "
                          f"not fit the {arch.max_warps_per_sm} warp slots of an {arch.name} SM")
@@ -703,8 +706,7 @@ def stack(works: list) -> tuple:
     and SMs have empty streams and queues, padded register slots are never read, and a work's replay stops
     at its own window."""
     shape = Shape(max(w.shape.warp_slots for w in works), max(w.shape.block_slots for w in works),
-                  works[0].shape.schedulers, max(w.shape.steps for w in works), max(w.shape.inner for w in works),
-                  works[0].shape.sectors_per_wavefront)
+                  works[0].shape.schedulers, max(w.shape.steps for w in works), max(w.shape.inner for w in works))
     kern = {}
     for key in works[0].kernel:
         arrs = [np.asarray(w.kernel[key]) for w in works]

@@ -43,7 +43,8 @@ class Trace:
     pcs [NW, L] int32: static instruction of each warp's k-th issue (-1 past the end); length [NW]:
     instructions each warp issued; block [NW]: traced block (0..n_blocks-1) of each warp; warp_in_block [NW].
     Static tables over the NI instructions: cls [NI] timing class, dst [NI, ND] / src [NI, NS] register
-    slots (-1: none), requests / sectors / wavefronts [NI] float: average per warp execution.
+    slots (-1: none), requests / sectors / wavefronts [NI] float: average per warp execution (wavefronts: of
+    the L1TEX data stage, a shared access's or a global access's distinct lines).
     hit_l1 / to_dram [NI]: fraction of a global access's sectors served by L1, and of L1 misses served by
     DRAM (estimates; see `memory_fractions`). folded [NI] bool: instructions the hardware issues no
     instruction for (see `folded_mask`; None: none).
@@ -217,7 +218,9 @@ def from_launch(result, footprint_bytes_per_block: float | None = None, dram_byt
     rows = result.per_instruction
     execs = np.asarray([max(r["warp_exec"], 1) for r in rows], np.float64)
     col = lambda k: np.asarray([float(r.get(k, 0)) for r in rows], np.float64)  # noqa: E731
-    requests, sectors, wavefronts = col("requests"), col("sectors"), col("wavefronts")
+    # the L1TEX data stage moves a shared access's wavefronts and one wavefront per distinct 128-byte line of a
+    # global access (the H200's global loads: kernels/cuda/l1_rate.cu); a generic access may have both
+    requests, sectors, wavefronts = col("requests"), col("sectors"), col("wavefronts") + col("lines")
     pcs, lens = streams(prog, tr["block"], tr["mask"], max_len)
     tpb = int(np.prod(result.block))
     wpb = -(-tpb // 32)

@@ -1,7 +1,9 @@
-// The L1TEX throughput for global loads that hit L1, per SM and cycle, three access shapes, 64 warps per SM:
+// The L1TEX throughput for global loads that hit L1, per SM and cycle, by access shape, 64 warps per SM:
 //   coalesced_v4 : LDG.128, a warp reads 512 contiguous bytes (16 sectors, 4 lines) per request (a 64 KiB window)
 //   coalesced_32 : LDG.32, a warp reads 128 contiguous bytes (4 sectors, 1 line) per request
 //   scattered_32 : LDG.32, each lane its own 32-byte sector (32 sectors, 8 lines) per request
+//   lines_L_S    : LDG.32, L lines of S sectors each per request (lanes spread over them; L x S <= 32), which
+//                  tells a cost per line from a cost per sector and per request
 // The loads are volatile with a memory clobber and their addresses change with the pass, so the compiler keeps
 // every one in the loop; a pass computes its few addresses once for 16 loads, so the load path, not the issue of
 // index arithmetic, should bound the rate. Each block reads a 16 KiB window again and again (ld.ca), which
@@ -65,6 +67,23 @@ __global__ void scattered_32(const float* __restrict__ p, float* out) {
   if (acc == 12345.f) out[0] = acc;
 }
 
+template <int NL, int SPL>
+__global__ void lines(const float* __restrict__ p, float* out, int half) {
+  // lane l reads line l % NL, its sector (l / NL) % SPL; the 16 loads of a pass take 4 sets of 32 lines (the 16
+  // KiB window) and 4 words of the sector, and the pass's parity the sector's other 4 words: every load of a
+  // pass has its own address, with no index arithmetic per load. The parity comes through `half` (1 at run
+  // time), so that ptxas cannot see the passes' addresses repeat and hoist the loads out of the loop.
+  const int l = threadIdx.x & 31;
+  const float* base = p + (blockIdx.x % 64) * WINDOW + (l % NL) * 32 + ((l / NL) % SPL) * 8;
+  float acc = 0;
+  for (int k = 0; k < ITERS; ++k) {
+    const float* b = base + 4 * (k & half);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) acc += ld_ca(b + (u & 3) * 1024 + (u >> 2));
+  }
+  if (acc == 12345.f) out[0] = acc;
+}
+
 template <class F>
 float time_ms(F launch) {
   cudaEvent_t a, b;
@@ -96,11 +115,21 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&p, 64 * WINDOW * sizeof(float)));
   CK(cudaMemset(p, 0, 64 * WINDOW * sizeof(float)));
   CK(cudaMalloc(&out, 4));
+  const int half = argc > 2 ? atoi(argv[2]) : 1;  // see `lines`
   double requests = double(blocks) * (threads / 32) * ITERS * UNROLL;
-  struct { const char* name; int sectors; float ms; } rows[3] = {
+  struct { const char* name; int sectors; float ms; } rows[] = {
       {"coalesced_v4", 16, time_ms([&] { coalesced_v4<<<blocks, threads>>>(reinterpret_cast<float4*>(p), out); })},
       {"coalesced_32", 4, time_ms([&] { coalesced_32<<<blocks, threads>>>(p, out); })},
-      {"scattered_32", 32, time_ms([&] { scattered_32<<<blocks, threads>>>(p, out); })}};
+      {"scattered_32", 32, time_ms([&] { scattered_32<<<blocks, threads>>>(p, out); })},
+      {"lines_1_1", 1, time_ms([&] { lines<1, 1><<<blocks, threads>>>(p, out, half); })},
+      {"lines_1_4", 4, time_ms([&] { lines<1, 4><<<blocks, threads>>>(p, out, half); })},
+      {"lines_2_1", 2, time_ms([&] { lines<2, 1><<<blocks, threads>>>(p, out, half); })},
+      {"lines_4_1", 4, time_ms([&] { lines<4, 1><<<blocks, threads>>>(p, out, half); })},
+      {"lines_8_1", 8, time_ms([&] { lines<8, 1><<<blocks, threads>>>(p, out, half); })},
+      {"lines_8_4", 32, time_ms([&] { lines<8, 4><<<blocks, threads>>>(p, out, half); })},
+      {"lines_16_1", 16, time_ms([&] { lines<16, 1><<<blocks, threads>>>(p, out, half); })},
+      {"lines_16_2", 32, time_ms([&] { lines<16, 2><<<blocks, threads>>>(p, out, half); })},
+      {"lines_32_1", 32, time_ms([&] { lines<32, 1><<<blocks, threads>>>(p, out, half); })}};
   printf("shape,sectors_per_request,requests,ms,sectors_per_sm_cycle,requests_per_sm_cycle\n");
   for (auto& r : rows) {
     double cyc = r.ms * 1e-3 * ghz * 1e9 * sms;

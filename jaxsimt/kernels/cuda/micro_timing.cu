@@ -467,7 +467,8 @@ static void throughputs() {
     CK(cudaMemset(p, 0, 64 * 4096 * 4));
     float ms = time_ms([&] { tp_l1<<<blocks, threads>>>(p, fo); });
     double sec = per_sm_cycle(warps * (TP_ITERS / 8) * 8 * 4, ms);  // 4 sectors per coalesced 128 B request
-    emit("l1_sectors_per_cycle", sec, "sectors/cycle", "l1_sectors_per_cycle",
+    // one-line requests: this is their request rate (the sector rate and the cost per request: l1_rate.cu)
+    emit("l1_coalesced32_sectors_per_cycle", sec, "sectors/cycle", "",
          "coalesced LDG.32 hitting L1 (16 KiB per block), 64 warps per SM");
     CK(cudaFree(p));
   }
