@@ -3,7 +3,7 @@ per distinct 128-byte line of a request (as the H200's do: kernels/cuda/l1_rate.
 scattered global loads with shared ones is bounded by the sum of both.
 
 The case runs on a one-SM, one-scheduler H200 variant whose data pipe is the only slow part (50 cycles a
-wavefront; latencies of 1, queues that never throttle, an L1 that takes any number of sectors a cycle), so the
+wavefront; latencies of 1, queues that never throttle, an L1 tag stage that takes any number of lines a cycle), so the
 expected cycles follow from the wavefronts each instruction moves."""
 import jax.numpy as jnp
 import numpy as np

@@ -51,19 +51,22 @@ def test_global_loads_hitting_l1_take_one_data_stage_cycle_per_line():
     once), within 6%; the lines are the coalescer's count, equal to ncu's data-stage wavefronts."""
     import numpy as np
 
+    from jaxsimt.arch import get_arch
     from jaxsimt.timing import machine
     from jaxsimt.units import coalescing
 
+    h200 = get_arch("h200")
     meas = calibrate.measured("h200")
     p = {"shared_cycles_per_wavefront": jnp.float32(meas["shared_cycles_per_wavefront"]),
-         "l1_lines_per_tag_cycle": jnp.float32(4.0)}
+         "l1_lines_per_tag_cycle": jnp.float32(h200.timing.l1_lines_per_tag_cycle)}
     rates = fixtures.l1_rates("h200")
     shapes = [s for s in rates if s.startswith("lines_")]
     assert len(shapes) == 9
     for shape in shapes:
         n_lines, spl = (int(x) for x in shape.split("_")[1:])
         lane = np.arange(32)
-        addr = (lane % n_lines) * 128 + ((lane // n_lines) % spl) * 32  # as l1_rate.cu's `lines` kernel
+        # as l1_rate.cu's `lines` kernel
+        addr = (lane % n_lines) * h200.line_size + ((lane // n_lines) % spl) * h200.sector_size
         c = coalescing.coalesce("h200", addr, 4, np.ones(32, bool))
         r = rates[shape]
         assert int(c.lines) == round(r["lines"]) == n_lines and int(c.sectors) == round(r["sectors"]), shape

@@ -95,16 +95,16 @@ def _class_tables(p: dict, nsch):
     return lat, issue
 
 
-def _tag_stage_cycles(req, wav, p: dict):
+def _tag_stage_cycles(requests, lines, p: dict):
     """Cycles a global access holds the SM's L1TEX tag stage: one per tag wavefront, which takes up to
-    l1_lines_per_tag_cycle of a request's lines (`wav`: its data-stage wavefronts, one per line)."""
-    return jnp.maximum(req, wav / p["l1_lines_per_tag_cycle"])
+    l1_lines_per_tag_cycle of a request's lines (a global access's `Trace.wavefronts`)."""
+    return jnp.maximum(requests, lines / p["l1_lines_per_tag_cycle"])
 
 
-def _data_stage_cycles(wav, p: dict):
+def _data_stage_cycles(wavefronts, p: dict):
     """Cycles an access holds the L1TEX data stage, which shared and global accesses share: one wavefront
     per cycle, a shared access's bank wavefronts or a global access's lines (`Trace.wavefronts`)."""
-    return jnp.maximum(wav, 1.0) * p["shared_cycles_per_wavefront"]
+    return jnp.maximum(wavefronts, 1.0) * p["shared_cycles_per_wavefront"]
 
 
 def _sm_start(p: dict, k: Kernel, queue, n_queue, share, shape: Shape, n_regs: int):
