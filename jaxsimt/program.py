@@ -139,6 +139,21 @@ class Block:
         return self.origins[j] if self.origins else self.front_index
 
 
+def reads(ins: Instr) -> set:
+    """Indices of the registers `ins` reads. A predicated instruction (`ptx.guard`) counts its own operands and
+    its inner instruction's: the guard reads its predicate, the inner sources and (a partial write keeps the old
+    values) the inner destinations."""
+    regs = set()
+    for x in (ins, ins.operation):
+        regs |= {s.index for s in x.src if isinstance(s, Reg)}
+    return regs
+
+
+def writes(ins: Instr) -> set:
+    """Indices of the registers `ins` writes."""
+    return {r.index for x in (ins, ins.operation) for r in x.dst}
+
+
 @dataclass(frozen=True)
 class Param:
     """A kernel parameter: a scalar register, or a pointer to a global array of `dtype`."""

@@ -5,8 +5,9 @@ nvcc's PTX puts a load where the source reads the value, often right before its 
 issues the LDG as early as its operands allow (the SASS of the real-CUDA programs and of the suites shows the LDGs
 of a block ahead of the arithmetic between them and their uses). The timing model replays each warp's
 instructions in program order, issued in order, so a load left at its PTX position pays its whole latency where
-the hardware overlapped it. The rule, on the lowered blocks of one kernel (after the vectorization of shared
-loads, `jaxsimt.ptx.vectorize`):
+the hardware overlapped it. The rule (`jaxsimt.units.loadorder`, which the timing model's issue order also
+applies across the branches ptxas if-converts, `jaxsimt.timing.issue_order`), on the lowered blocks of one kernel
+(after the vectorization of shared loads, `jaxsimt.ptx.vectorize`):
 
 - Movable: unpredicated loads from the global space (`ld.global`, its `.nc` and L2-only forms too) without a
   memory-ordering qualifier (`.volatile`, `.relaxed`, `.acquire`: attr `ordered`). Generic, const, local and
@@ -34,60 +35,14 @@ accesses through the L1 in the same order). Only the order the timing model issu
 """
 from __future__ import annotations
 
-from jaxsimt.program import Instr
 from jaxsimt.ptx.dataflow import reads, writes
-from jaxsimt.units import isa
-
-
-def movable(ins: Instr) -> bool:
-    """An unpredicated global load without an ordering qualifier."""
-    return (ins.operation is ins and isa.memory(ins) == "read" and ins.attr("space") == "global"
-            and not ins.attr("ordered"))
-
-
-def stops(ins: Instr) -> bool:
-    """Whether no global load moves across `ins`: a barrier or fence, a warp-synchronous instruction, a jump, or a
-    memory access outside the shared space."""
-    op = ins.operation
-    if isa.is_fence(ins) or isa.is_warp_sync(ins) or isa.is_warp_sync(op) or isa.timing_class(ins) == "control":
-        return True
-    return isa.memory(ins) is not None and op.attr("space") != "shared"
-
-
-def _pure(ins: Instr) -> bool:
-    """A plain operation, which may move with a load's address: no memory access, no guard, not warp-synchronous,
-    not a fence."""
-    return (ins.operation is ins and isa.memory(ins) is None and not isa.is_warp_sync(ins)
-            and not isa.is_fence(ins) and isa.timing_class(ins) != "control")
-
-
-def _conflicts(ins: Instr, rd: set, wr: set) -> bool:
-    """Whether `ins` and instructions reading `rd` and writing `wr` must keep their order."""
-    return bool(writes(ins) & (rd | wr)) or bool(reads(ins) & wr)
+from jaxsimt.units import loadorder
+from jaxsimt.units.loadorder import movable, pure, stops  # noqa: F401  (the rule's parts, named here too)
 
 
 def hoist(body: list, i: int) -> list:
     """The block `body` with the load at position `i` moved up as the rule allows (with its address slice)."""
-    group = [body[i]]  # the instructions that move, in their order, the load last
-    g_rd, g_wr = reads(body[i]), writes(body[i])
-    crossed: list = []  # the instructions the group moves past, bottom up
-    j = i
-    while j > 0:
-        prev = body[j - 1]
-        if stops(prev):
-            break
-        if not _conflicts(prev, g_rd, g_wr):
-            crossed.append(prev)
-        elif writes(prev) & g_rd and _pure(prev):
-            group.insert(0, prev)
-            g_rd |= reads(prev)
-            g_wr |= writes(prev)
-        else:
-            break
-        j -= 1
-    if not crossed:
-        return body
-    return body[:j] + group + crossed[::-1] + body[i + 1:]
+    return loadorder.hoist(body, i, reads, writes, stops, pure)
 
 
 def schedule_loads(blocks) -> int:
