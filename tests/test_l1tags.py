@@ -237,3 +237,29 @@ def test_l2_only_loads_never_hit_l1(tmp_path, op, rate):
     r = ptx.launch(str(path), "twice", 1, 256, (a, np.zeros_like(a)), arch="h200", timing=True)
     np.testing.assert_array_equal(r["out"], 2 * a)
     assert r.stats["timing__l1_global_load_hit_rate"] == pytest.approx(rate)
+
+
+def test_first_requests_by_hand():
+    """An SM's first requests: a sector counts once, at the first lookup that wants it, whichever instruction
+    that is and whatever L1 did with it since; each SM (list entry) has its own."""
+    sm0 = _lookups([5, 5, 6, 5], [0b0011, 0b0110, 0b0001, 0b1111], pc=[0, 1, 1, 2])
+    sm1 = _lookups([5], [0b0001], pc=[2])
+    # sm0: pc 0 asks first for sectors 0, 1 of line 5; pc 1 for sector 2 of line 5 and sector 0 of line 6;
+    # pc 2 for sector 3 of line 5; sm1: pc 2 for sector 0 of line 5 again
+    assert l1tags.first_requests([sm0, sm1], 4).tolist() == [2, 2, 2, 0]
+    assert l1tags.first_share(np.array([2, 2, 0]), np.array([4, 2, 0])).tolist() == [0.5, 1.0, 1.0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 15), st.integers(0, 2)), min_size=1, max_size=60))
+def test_first_requests_at_most_the_misses(rows):
+    """However the lookups come, a first request misses (the L1 never held the sector), so an instruction's
+    first requests are at most its misses, and their sum is the stream's distinct sectors."""
+    line, bits, pc = (list(x) for x in zip(*rows))
+    lk = _lookups(line, bits, pc)
+    cs = rocache.CacheShape(2, 2, LINE, SECTOR)
+    _, misses = l1tags.simulate(cs, lk, 3)
+    first = l1tags.first_requests(lk, 3)
+    assert (first <= misses).all()
+    distinct = {(ln, k) for ln, b, _ in rows for k in range(4) if b >> k & 1}
+    assert first.sum() == len(distinct)

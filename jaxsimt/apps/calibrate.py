@@ -96,11 +96,12 @@ def micro_samples(arch: str = "h200", names=None, max_steps: Optional[int] = Non
         r, _ = collection.launch(case, arch=arch, regs=int(hw["launch__registers_per_thread"]), trace=True,
                                  max_steps=200_000)
         R = int(r.stats["active_blocks_per_sm"])
-        hit_l1 = None
+        hit_l1 = first = None
         if l1 == "tags" and launch_timing.global_loads(r.program):
             ctas = np.arange(int(np.prod(r.grid)))
-            hit_l1 = l1tags.hit_fractions(*launch_timing.l1_hits(r, ctas, R, arch, r.stats))
-        t = tr.from_launch(r, hit_l1=hit_l1)
+            hits, misses, firsts = launch_timing.l1_model(r, ctas, R, arch, r.stats)
+            hit_l1, first = l1tags.hit_fractions(hits, misses), l1tags.first_share(firsts, misses)
+        t = tr.from_launch(r, hit_l1=hit_l1, first_share=first)
         work = timing.plan(t, arch, R, max_steps=max_steps)
         out.append(Sample(name, case.program, 0, _split(case.program, 0), work, float(hw["sm__cycles_active.max"]),
                           float(hw["gpu__time_duration.sum"]) * 1e-6))
@@ -210,7 +211,11 @@ def groups(samples: list[Sample], params: Optional[dict] = None, replay: str = "
     by = {}
     for i, s in enumerate(samples):
         w = s.work
-        key = (w.shape.block_slots <= 8, w.shape.steps <= 1024)
+        # the suite corpus's programs differ in size more than the calibration's kernels: a group of its own per
+        # power of two of steps and of traced warps, so that one large program does not pad the others
+        key = (w.shape.block_slots <= 8, w.shape.steps <= 1024) + (
+            (int(w.shape.steps).bit_length(), int(np.asarray(w.kernel["pcs"]).shape[0]).bit_length())
+            if s.family == "suites" else ())
         by.setdefault(key, []).append(i)
     out = []
     for idx in by.values():

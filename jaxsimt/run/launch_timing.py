@@ -53,13 +53,16 @@ def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, re
                    blocks_per_wave=len(ctas), local_bytes=local_bytes, **({"mode": mode} if mode != "stack" else {}))
         agg = _global_atomics(r.program)
         loads = global_loads(r.program) if l1 == "tags" else {}
-        hits, misses = l1_hits(r, ctas, R, arch, stats) if loads else (None, None)
+        hits, misses, first = l1_model(r, ctas, R, arch, stats) if loads else (None, None, None)
         hot = atomic_hot_ops(r, ctas, n_ctas, arch, agg) if agg else 0.0
     else:
-        hits, misses = l1tags.simulate(cs, lookups.lookups(), len(prog.instructions())) if loads else (None, None)
+        n = len(prog.instructions())
+        lk = lookups.lookups()
+        hits, misses, first = (*l1tags.simulate(cs, lk, n), l1tags.first_requests(lk, n)) if loads else (None,) * 3
         hot = atomics.hot_ops(n_ctas, len(ctas))
     t = tr.from_launch(r, footprint_bytes_per_block, dram_bytes,
-                       hit_l1=None if hits is None else l1tags.hit_fractions(hits, misses))
+                       hit_l1=None if hits is None else l1tags.hit_fractions(hits, misses),
+                       first_share=None if hits is None else l1tags.first_share(first, misses))
     t.meta["n_ctas"] = n_ctas
     if hits is not None:
         t.meta["l1_sector_hits"], t.meta["l1_sector_lookups"] = int(hits.sum()), int((hits + misses).sum())
@@ -98,13 +101,20 @@ def l1_hits(result, ctas, blocks_per_sm: int, arch: "Arch | str", stats: dict) -
     `ctas` (block i on SM i mod num_sms: the busiest SM's queue, or a small grid's blocks on SMs of their
     own), replayed on an address probe, `blocks_per_sm` at a time on each SM, each L1 what the shared-memory
     carve-out leaves (`l1_carveout`)."""
+    return l1_model(result, ctas, blocks_per_sm, arch, stats)[:2]
+
+
+def l1_model(result, ctas, blocks_per_sm: int, arch: "Arch | str", stats: dict) -> tuple:
+    """`l1_hits` and, third, the sectors [NI] of each load its SM asks for the first time
+    (`l1tags.first_requests`)."""
     arch = get_arch(arch)
     loads = global_loads(result.program)
     cs, sink = _l1_collector(result, ctas, blocks_per_sm, arch, stats, loads)
     n = len(result.program.instructions())
     if not loads or addresses.replay(result, ctas, sink, pcs=frozenset(loads)) is None:
-        return np.zeros(n, np.int64), np.zeros(n, np.int64)
-    return l1tags.simulate(cs, sink.lookups(), n)
+        return np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    lk = sink.lookups()
+    return (*l1tags.simulate(cs, lk, n), l1tags.first_requests(lk, n))
 
 
 def _l1_collector(result, ctas, blocks_per_sm: int, arch: Arch, stats: dict, loads: dict) -> tuple:

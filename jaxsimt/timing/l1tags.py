@@ -198,6 +198,29 @@ class Collector:
         return [Lookups(*x) for x in zip(*(np.split(a, cuts) for a in (line, bits, pc, alloc)))]
 
 
+def first_requests(lk: "Lookups | list[Lookups]", n_pcs: int) -> np.ndarray:
+    """[n_pcs] int64: per instruction, the sectors its lookups ask for that their SM had never asked for before
+    (each `Lookups` one SM's stream, in order): the SM's first requests, which go on to L2 whatever L1 holds
+    later. The rest of a load's misses are sectors the SM held and lost."""
+    out = np.zeros(n_pcs, np.int64)
+    for x in ([lk] if isinstance(lk, Lookups) else lk):
+        if not len(x.line):
+            continue
+        k = np.arange(32, dtype=np.uint32)
+        want = ((x.bits[:, None] >> k[None, :]) & 1).astype(bool)  # [N, 32] sectors of each lookup
+        n, j = np.nonzero(want)  # lookup-major: the SM's order
+        sector = x.line[n] * 32 + j
+        _, first = np.unique(sector, return_index=True)
+        np.add.at(out, x.pc[n[first]], 1)
+    return out
+
+
+def first_share(first: np.ndarray, misses: np.ndarray) -> np.ndarray:
+    """[NI] float32: the part of each instruction's missing sectors that its SM asked for the first time (1
+    where none missed: a load the model saw no miss of asks L2 only for what it never had)."""
+    return np.where(misses > 0, first / np.maximum(misses, 1), 1.0).astype(np.float32)
+
+
 def hit_fractions(hits: np.ndarray, misses: np.ndarray) -> np.ndarray:
     """[NI] float32: the fraction of each instruction's looked-up sectors that hit (0 where none)."""
     total = hits + misses

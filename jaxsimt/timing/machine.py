@@ -57,8 +57,8 @@ class Shape:
     inner: int  # steps per checkpointed chunk
 
 
-Kernel = dict  # per-kernel arrays (a dict pytree): cls/dst/src/requests/sectors/wavefronts/hit_l1/to_dram/flops
-# [NI], pcs [NW, L], length [NW], wpb [], blocks [] (resident blocks per SM)
+Kernel = dict  # per-kernel arrays (a dict pytree): cls/dst/src/requests/sectors/wavefronts/hit_l1/to_dram/dram_wait
+# /flops [NI], pcs [NW, L], length [NW], wpb [], blocks [] (resident blocks per SM)
 
 
 def _pad(a: np.ndarray, n: int, axis: int = 0, value=0) -> np.ndarray:
@@ -81,6 +81,7 @@ def kernel_arrays(t: tr.Trace, blocks_per_sm: int, NI: int = 0, NW: int = 0, L: 
     return Kernel(cls=jnp.asarray(_pad(t.cls, NI, value=tr.ALU)), dst=jnp.asarray(_pad(t.dst, NI, value=-1)),
                   src=jnp.asarray(_pad(t.src, NI, value=-1)), requests=f32(t.requests), sectors=f32(t.sectors),
                   wavefronts=f32(t.wavefronts), hit_l1=f32(t.hit_l1), to_dram=f32(t.to_dram), flops=f32(flops),
+                  dram_wait=f32(t.to_dram if t.dram_wait is None else t.dram_wait),
                   folded=jnp.asarray(_pad(folded, NI, value=False)),
                   pcs=jnp.asarray(_pad(_pad(t.pcs, L, 1, -1), NW, 0, -1)), length=jnp.asarray(_pad(length, NW)),
                   wpb=jnp.int32(t.warps_per_block), blocks=jnp.int32(blocks_per_sm))
@@ -105,6 +106,13 @@ def _data_stage_cycles(wavefronts, p: dict):
     """Cycles an access holds the L1TEX data stage, which shared and global accesses share: one wavefront
     per cycle, a shared access's bank wavefronts or a global access's lines (`Trace.wavefronts`)."""
     return jnp.maximum(wavefronts, 1.0) * p["shared_cycles_per_wavefront"]
+
+
+def _global_latency(hit_l1, dram_wait, p: dict):
+    """Cycles from a global access's last stage to its data: L1's latency for the sectors L1 holds, L2's for
+    the misses, DRAM's for the misses that wait for DRAM (`Trace.dram_wait`), in proportion."""
+    return (p["l1_latency"] + (1.0 - hit_l1) * (p["l2_latency"] - p["l1_latency"])
+            + (1.0 - hit_l1) * dram_wait * (p["dram_latency"] - p["l2_latency"]))
 
 
 def _sm_start(p: dict, k: Kernel, queue, n_queue, share, shape: Shape, n_regs: int):

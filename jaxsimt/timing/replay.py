@@ -47,8 +47,8 @@ from jaxsimt.timing import interval
 from jaxsimt.timing import trace as tr
 from jaxsimt.timing.machine import (  # noqa: F401  (the SM's pieces, also this module's public names)
     BAR, BRANCH, CHECKPOINT, LG, LONG, MATH, MIO, NOINST, NOT_SELECTED, POLICIES, REASONS, SELECTED, SHORT, WAIT,
-    Kernel, Shape, _INF, _KIND, _THROTTLE, _class_tables, _clock, _data_stage_cycles, _next_blocks, _pad, _pow2,
-    _sm_start, _tag_stage_cycles, _window_result, kernel_arrays, params_of, predicted_clock, predicted_ms,
+    Kernel, Shape, _INF, _KIND, _THROTTLE, _class_tables, _clock, _data_stage_cycles, _global_latency, _next_blocks,
+    _pad, _pow2, _sm_start, _tag_stage_cycles, _window_result, kernel_arrays, params_of, predicted_clock, predicted_ms,
     starting_params)
 from jaxsimt.arch import Arch, get_arch
 
@@ -129,8 +129,7 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         dsec = miss * todr
         s3 = jnp.maximum(s2, c["dram"])
         e3 = s3 + dsec / sectors_per_cycle_dram
-        glat = (p["l1_latency"] + (1.0 - hit) * (p["l2_latency"] - p["l1_latency"])
-                + (1.0 - hit) * todr * (p["dram_latency"] - p["l2_latency"]))
+        glat = _global_latency(hit, k["dram_wait"][pcsel], p)
         d_end = jnp.maximum(c["mio"], s1) + wav  # its data stage (after the tag stage's start), which it waits for
         g_done = jnp.maximum(jnp.maximum(jnp.maximum(s1 + o1, d_end), jnp.where(miss > 0, e2, 0.0)),
                              jnp.where(dsec > 0, e3, 0.0)) + glat
@@ -358,8 +357,7 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
         o1 = _tag_stage_cycles(req, wf, p)
         miss = sec * (1.0 - hit_l1)
         dsec = miss * todr
-        glat = (p["l1_latency"] + (1.0 - hit_l1) * (p["l2_latency"] - p["l1_latency"])
-                + (1.0 - hit_l1) * todr * (p["dram_latency"] - p["l2_latency"]))
+        glat = _global_latency(hit_l1, k["dram_wait"][pcsel], p)
         # -- the SM's shared queues, one issue after another --
         mio, l1, l2, dram = c["mio"], c["l1"], c["l2"], c["dram"]
         gos, comp = [], []

@@ -18,6 +18,7 @@ from typing import Optional
 
 import numpy as np
 
+from jaxsimt.timing import issue_order
 from jaxsimt.units import isa
 from jaxsimt.arch import get_arch
 from jaxsimt.program import BRANCH, Imm, Instr, Program, Reg
@@ -47,7 +48,8 @@ class Trace:
     the L1TEX data stage, a shared access's or a global access's distinct lines).
     hit_l1 / to_dram [NI]: fraction of a global access's sectors served by L1, and of L1 misses served by
     DRAM (estimates; see `memory_fractions`). folded [NI] bool: instructions the hardware issues no
-    instruction for (see `folded_mask`; None: none).
+    instruction for (see `folded_mask`; None: none). dram_wait [NI]: fraction of L1 misses whose data the
+    access waits for from DRAM, fetched for it or for another SM in step with it (`dram_waits`; None: to_dram).
     """
 
     program: Program
@@ -67,6 +69,7 @@ class Trace:
     n_regs: int
     meta: dict = field(default_factory=dict)
     folded: "np.ndarray | None" = None
+    dram_wait: "np.ndarray | None" = None
 
     @property
     def n_blocks(self) -> int:
@@ -201,14 +204,45 @@ def memory_fractions(prog: Program, cls: np.ndarray, sectors_total: np.ndarray, 
     return hit, dram
 
 
+def dram_waits(cls: np.ndarray, missed: np.ndarray, first_share: np.ndarray, to_dram: np.ndarray,
+               dram_sectors: float, waves: float) -> np.ndarray:
+    """[NI] the fraction of each global access's L1-missing sectors whose data it waits for from DRAM.
+
+    missed [NI]: the launch's L1-missing sectors of each instruction; first_share [NI]: the part of them its SM
+    asks for the first time (the rest are sectors the SM held and lost: L2 hits); dram_sectors: the launch's
+    distinct sectors, each fetched from DRAM once (`to_dram`: that share of the misses, the DRAM traffic);
+    waves: the launch's waves of resident blocks.
+
+    In the first wave every SM's blocks start together and, running the same code, ask for the same sectors at
+    about the same time: a first request finds its sector either not yet in L2 or still on its way from DRAM
+    (the L2 merges requests for a sector in flight into one fetch), and waits for DRAM either way. Parboil
+    sgemm on the H200 (512 blocks, one wave, each row of A read by 64 blocks) takes 4,100 cycles per tile of
+    k, five dependent loads at DRAM's latency, where a sector fetched once and then hit in L2 would take
+    half that. In later waves a first request finds its sector in L2 unless no block asked for it before:
+    one in `share` of them, `share` the first requests per distinct sector."""
+    g = cls == GLOBAL
+    out = np.asarray(to_dram, np.float32).copy()
+    first = float((missed[g] * first_share[g]).sum())
+    if first <= 0 or dram_sectors <= 0:
+        return out
+    share = max(first / dram_sectors, 1.0)
+    w = max(float(waves), 1.0)
+    cold = 1.0 / w + (1.0 - 1.0 / w) / share
+    out[g] = np.maximum(out[g], np.clip(first_share[g], 0.0, 1.0) * cold)
+    return out
+
+
 def from_launch(result, footprint_bytes_per_block: float | None = None, dram_bytes: float | None = None,
-                max_len: int = 0, hit_l1: Optional[np.ndarray] = None) -> Trace:
+                max_len: int = 0, hit_l1: Optional[np.ndarray] = None,
+                first_share: Optional[np.ndarray] = None) -> Trace:
     """A Trace from a `launch(..., trace=True)` result whose traced blocks ran in one wave.
 
     footprint_bytes_per_block: distinct bytes one block accesses in global memory (default: the array
     arguments' bytes spread evenly over the grid's blocks, as for a kernel whose blocks partition the
     data); dram_bytes: distinct bytes of the whole launch (default: the array arguments' bytes); hit_l1 [NI]:
-    an L1 model's hit fraction of each global instruction (default: from the footprint; `memory_fractions`)."""
+    an L1 model's hit fraction of each global instruction (default: from the footprint; `memory_fractions`);
+    first_share [NI]: the part of each one's L1 misses its SM asks for the first time (the L1 model's,
+    `l1tags.first_requests`; default: all of them, as the footprint counts only first requests)."""
     prog = result.program
     tr = result.trace
     if tr is None:
@@ -222,6 +256,8 @@ def from_launch(result, footprint_bytes_per_block: float | None = None, dram_byt
     # global access (the H200's global loads: kernels/cuda/l1_rate.cu); a generic access may have both
     requests, sectors, wavefronts = col("requests"), col("sectors"), col("wavefronts") + col("lines")
     pcs, lens = streams(prog, tr["block"], tr["mask"], max_len)
+    folded = folded_mask(prog, cls)
+    pcs = issue_order.reorder(pcs, *issue_order.ranks(prog, folded))
     tpb = int(np.prod(result.block))
     wpb = -(-tpb // 32)
     W = pcs.shape[0]
@@ -244,8 +280,14 @@ def from_launch(result, footprint_bytes_per_block: float | None = None, dram_byt
     sector = float(get_arch(result.arch).sector_size)
     hit, to_dram = memory_fractions(prog, cls, sectors / n_traced, footprint_bytes_per_block / sector,
                                     dram_bytes / sector / max(n_ctas, 1), hit_l1)
+    arch = get_arch(result.arch)
+    per_wave = arch.num_sms * max(int((result.stats or {}).get("active_blocks_per_sm", 1)), 1)
+    missed = sectors * (1.0 - hit) * n_ctas / n_traced
+    wait = dram_waits(cls, missed, np.ones(NI, np.float32) if first_share is None else first_share, to_dram,
+                      dram_bytes / sector, n_ctas / per_wave)
     return Trace(prog, pcs[keep], lens[keep], block, wib[keep], wpb, cls, dst, src,
                  (requests / execs).astype(np.float32), (sectors / execs).astype(np.float32),
                  (wavefronts / execs).astype(np.float32), hit, to_dram, n_regs,
                  meta={"kernel": prog.name, "grid": tuple(result.grid), "block": tuple(result.block),
-                       "n_ctas": n_ctas, "traced_blocks": int(n_traced), "NI": NI}, folded=folded_mask(prog, cls))
+                       "n_ctas": n_ctas, "traced_blocks": int(n_traced), "NI": NI}, folded=folded,
+                 dram_wait=wait)
