@@ -265,6 +265,9 @@ def main(argv=None) -> int:
                     help="only the replays' speed on the whole GPU (exact, fast, interval; the ladder's largest size; needs"
                          " --cache), into benchmarks/results/timing_replay_<device>.json")
     ap.add_argument("--out", default="")
+    ap.add_argument("--suites-cache", default="", metavar="DIR",
+                    help="also fit on the suite corpus's training suites (calibrate.SUITES_TRAIN) and report every "
+                         "program: their samples as bench_timing_suites.py traces them into DIR (missing ones traced)")
     ap.add_argument("--sample", default="", metavar="RUNG@SIZE",
                     help="throughput only: trace just this ladder rung (e.g. naive_coalesced@1024)")
     a = ap.parse_args(argv)
@@ -274,6 +277,11 @@ def main(argv=None) -> int:
         a.throughput_only = True
     else:
         s = samples(a.cache, a.quick, only_cached=(a.throughput_only or a.replay_speed) and bool(a.cache))
+    if a.suites_cache:
+        import bench_timing_suites
+        from jaxsimt.kernels import suites as S
+        got, _ = bench_timing_suites.load([f"{x}.{c}" for x, c in S.programs()], a.suites_cache)
+        s = list(s) + [smp for smp, _ in got.values()]
     params = timing.starting_params("h200") if a.starting else timing.params_of("h200")
     if a.replay_speed:
         kind = "gpu" if jax.devices()[0].platform == "gpu" else "cpu"
