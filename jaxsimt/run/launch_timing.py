@@ -101,20 +101,20 @@ def l1_hits(result, ctas, blocks_per_sm: int, arch: "Arch | str", stats: dict) -
     `ctas` (block i on SM i mod num_sms: the busiest SM's queue, or a small grid's blocks on SMs of their
     own), replayed on an address probe, `blocks_per_sm` at a time on each SM, each L1 what the shared-memory
     carve-out leaves (`l1_carveout`)."""
-    return l1_model(result, ctas, blocks_per_sm, arch, stats)[:2]
+    return l1_model(result, ctas, blocks_per_sm, arch, stats, first=False)
 
 
-def l1_model(result, ctas, blocks_per_sm: int, arch: "Arch | str", stats: dict) -> tuple:
-    """`l1_hits` and, third, the sectors [NI] of each load its SM asks for the first time
+def l1_model(result, ctas, blocks_per_sm: int, arch: "Arch | str", stats: dict, first: bool = True) -> tuple:
+    """`l1_hits` and, with `first`, third, the sectors [NI] of each load its SM asks for the first time
     (`l1tags.first_requests`)."""
     arch = get_arch(arch)
     loads = global_loads(result.program)
     cs, sink = _l1_collector(result, ctas, blocks_per_sm, arch, stats, loads)
     n = len(result.program.instructions())
     if not loads or addresses.replay(result, ctas, sink, pcs=frozenset(loads)) is None:
-        return np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+        return (np.zeros(n, np.int64),) * (3 if first else 2)
     lk = sink.lookups()
-    return (*l1tags.simulate(cs, lk, n), l1tags.first_requests(lk, n))
+    return (*l1tags.simulate(cs, lk, n), *((l1tags.first_requests(lk, n),) if first else ()))
 
 
 def _l1_collector(result, ctas, blocks_per_sm: int, arch: Arch, stats: dict, loads: dict) -> tuple:
