@@ -9,7 +9,6 @@ import re
 import numpy as np
 import pytest
 
-import jaxsimt
 import jaxsimt.ptx as P
 from jaxsimt.kernels.collection import GEMM_ENTRIES, PTX
 from jaxsimt.program import reads, writes
@@ -18,7 +17,9 @@ from jaxsimt.timing import trace as tr
 from jaxsimt.units import isa
 
 lower_mod = importlib.import_module("jaxsimt.ptx.lower")
-SASS = os.path.join(os.path.dirname(jaxsimt.__file__), "data", "h200", "sass", "gemm_ladder.sass")
+# the repository's file: the SASS listings are not installed with the package
+SASS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jaxsimt", "data", "h200", "sass",
+                    "gemm_ladder.sass")
 
 
 def _sass_loads_before_first_store(kernel: str) -> int:
