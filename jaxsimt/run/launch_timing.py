@@ -56,9 +56,7 @@ def for_launch(kernel, grid, block, args, arch: "Arch | str", stats: dict, *, re
         hits, misses, first = l1_model(r, ctas, R, arch, stats) if loads else (None, None, None)
         hot = atomic_hot_ops(r, ctas, n_ctas, arch, agg) if agg else 0.0
     else:
-        n = len(prog.instructions())
-        lk = lookups.lookups()
-        hits, misses, first = (*l1tags.simulate(cs, lk, n), l1tags.first_requests(lk, n)) if loads else (None,) * 3
+        hits, misses, first = l1tags.model(cs, lookups.lookups(), len(prog.instructions())) if loads else (None,) * 3
         hot = atomics.hot_ops(n_ctas, len(ctas))
     t = tr.from_launch(r, footprint_bytes_per_block, dram_bytes,
                        hit_l1=None if hits is None else l1tags.hit_fractions(hits, misses),
@@ -113,8 +111,7 @@ def l1_model(result, ctas, blocks_per_sm: int, arch: "Arch | str", stats: dict, 
     n = len(result.program.instructions())
     if not loads or addresses.replay(result, ctas, sink, pcs=frozenset(loads)) is None:
         return (np.zeros(n, np.int64),) * (3 if first else 2)
-    lk = sink.lookups()
-    return (*l1tags.simulate(cs, lk, n), *((l1tags.first_requests(lk, n),) if first else ()))
+    return l1tags.model(cs, sink.lookups(), n) if first else l1tags.simulate(cs, sink.lookups(), n)
 
 
 def _l1_collector(result, ctas, blocks_per_sm: int, arch: Arch, stats: dict, loads: dict) -> tuple:

@@ -215,6 +215,12 @@ def first_requests(lk: "Lookups | list[Lookups]", n_pcs: int) -> np.ndarray:
     return out
 
 
+def model(cs: rocache.CacheShape, lk: "Lookups | list[Lookups]", n_pcs: int) -> tuple:
+    """`simulate`'s (sector hits, sector misses) and `first_requests`, each [n_pcs] int64: what the timing trace
+    takes from the L1 model (`hit_fractions`, `first_share`)."""
+    return (*simulate(cs, lk, n_pcs), first_requests(lk, n_pcs))
+
+
 def first_share(first: np.ndarray, misses: np.ndarray) -> np.ndarray:
     """[NI] float32: the part of each instruction's missing sectors that its SM asked for the first time (1
     where none missed: a load the model saw no miss of asks L2 only for what it never had)."""
