@@ -5,7 +5,9 @@ kernel time) and at 1024^3 / 2048^3 / 4096^3 (CUDA-event medians), predicted wit
 timing parameters (`jaxsimt.arch.H200.timing`, fitted by `--calibrate` on the training split of
 `jaxsimt.apps.calibrate`), reported as MAPE per split and family and, over the ladder, Spearman's rank
 correlation of predicted vs measured times per size. Throughput: warp instructions replayed per second
-(steady state, median of repeats, compile time apart), on the default JAX device. `--replay-speed`: the
+(steady state, median of repeats, compile time apart), on the default JAX device; run as a script it
+starts one JAX host device per CPU core and the whole-GPU replays split their SMs over them
+(`timing.sm_sharded`). `--replay-speed`: the
 exact (cycle-by-cycle) and the fast replay (`timing.run(..., replay="fast")`) and the interval model
 (`replay="interval"`) of the ladder's rungs on the whole GPU, their speeds and speed-ups, and the departures of
 the fast replay and the interval model from the exact one on every sample.
@@ -23,7 +25,12 @@ import platform
 import sys
 import time
 
-import jax
+if __name__ == "__main__" and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    # one JAX host device per core, before JAX starts: the whole-GPU replays split their SMs over them
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + f" --xla_force_host_platform_device_count={os.cpu_count()}").strip()
+
+import jax  # noqa: E402
 import numpy as np
 
 from jaxsimt.apps import calibrate
@@ -176,9 +183,10 @@ def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
 
     jnp = jax.numpy
     w = whole_gpu(s.work, num_sms)
-    args = (params, w.kernel, jnp.asarray(w.queues), jnp.asarray(w.n_queue), jnp.asarray(w.share),
-            jnp.asarray(w.total), jnp.int32(1))
-    row = {"sample": f"{s.name}@{s.size}", "sms": num_sms, "window": w.shape.steps, "warp_slots": w.shape.warp_slots}
+    # the SMs split over the host's devices (one per core: `main`), as `timing.run` does
+    args = (params, w.kernel, *timing.sm_sharded(w.queues, w.n_queue, w.share, w.total), jnp.int32(1))
+    row = {"sample": f"{s.name}@{s.size}", "sms": num_sms, "window": w.shape.steps, "warp_slots": w.shape.warp_slots,
+           "devices": len(jax.local_devices())}
     for name in timing.REPLAYS:
         steps = {"exact": w.shape.steps, "fast": timing.fast_steps(w), "interval": interval.steps(w)}[name]
         fn = {"exact": timing.replay, "fast": timing.replay_fast, "interval": interval.replay_interval}[name]
@@ -193,6 +201,7 @@ def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
             compile_s = time.perf_counter() - t0
             out = compiled(*args, *extra)
             jax.block_until_ready(out)
+            out = jax.tree.map(lambda x: x[:num_sms], out)  # the padding `sm_sharded` may add
             short = ~np.asarray(out["finished"]) & (np.asarray(out["issued"]) < np.minimum(w.shape.steps, w.total))
             if name == "exact" or steps >= w.shape.steps or not short.any():
                 break
@@ -203,11 +212,11 @@ def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
             out = compiled(*args, *extra)
             jax.block_until_ready(out)
             times.append(time.perf_counter() - t0)
-        issued = int(np.asarray(out["issued"]).sum())
+        issued = int(np.asarray(out["issued"])[:num_sms].sum())
         med = float(np.median(times))
         row[name] = {"steps": steps, "compile_s": compile_s, "median_s": med, "times_s": times,
                      "warp_instructions": issued, "warp_instructions_per_s": issued / med,
-                     "kernel_cycles": float(np.max(np.asarray(out["cycles"])))}
+                     "kernel_cycles": float(np.max(np.asarray(out["cycles"])[:num_sms]))}
     for name in timing.REPLAYS[1:]:
         row[f"speedup_{name}"] = row[name]["warp_instructions_per_s"] / row["exact"]["warp_instructions_per_s"]
         row[f"cycles_rel_diff_{name}"] = row[name]["kernel_cycles"] / row["exact"]["kernel_cycles"] - 1.0
@@ -295,8 +304,13 @@ def main(argv=None) -> int:
               "replay": a.replay}
     if not a.throughput_only:
         if a.calibrate:
+            def save(step, p):  # the parameters so far, beside the results (a long fit can be stopped)
+                if a.out:
+                    with open(a.out + ".partial", "w") as f:
+                        json.dump({"step": step, "params": {k: float(v) for k, v in p.items()}}, f, indent=1)
+
             params, hist = calibrate.fit(s, steps=a.steps, lr=a.lr, log=lambda m: print(m, file=sys.stderr),
-                                         from_measured=a.from_measured, replay=a.replay)
+                                         from_measured=a.from_measured, replay=a.replay, on_step=save)
             result["calibration"] = {"history": hist, "fitted": {k: float(v) for k, v in params.items()},
                                      "timing_literal": calibrate.timing_literal(params)}
             print(calibrate.timing_literal(params), file=sys.stderr)

@@ -228,6 +228,8 @@ def groups(samples: list[Sample], params: Optional[dict] = None, replay: str = "
             _, st = timing.stacked_replay([samples[i].work for i in idx], params, jnp.int32(1), replay,
                                           stacked=stacked, with_steps=True)
             steps, iv_steps = (st, iv_steps) if replay == "fast" else (steps, st)
+        # the SMs split over the local devices (one per core on a CPU host started so): the fit's replays in parallel
+        queues, n_queue, share, total = timing.sm_sharded(queues, n_queue, share, total, axis=1)
         out.append(Group(shape, n_regs, kern, queues, n_queue, share, total, idx,
                          dataclasses.replace(shape, steps=steps),
                          np.asarray([samples[i].work.atomic_ops for i in idx], np.float32), caps,

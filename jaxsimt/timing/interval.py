@@ -46,7 +46,7 @@ from jaxsimt.timing import machine as mc
 from jaxsimt.timing import trace as tr
 
 NARROW = (4, 4)  # (sources, destinations): an instruction of more is wide (read and written for a few warps a step)
-WIDE_SHARE = 4  # a step reads the operands of wide instructions for at most 1 / WIDE_SHARE of the warp slots
+WIDE_SHARE = 8  # a step reads the operands of wide instructions for at most 1 / WIDE_SHARE of the warp slots
 SLACK = 1.0  # scan steps per instruction of a resident warp's window share (more where warps wait: `replay._covering`)
 # the queues of the network: scheduler issue (with its pipes), MIO / L1TEX data pipe, L1 stage, L2 share, DRAM share
 QUEUES = ("issue", "mio", "l1", "l2", "dram")
@@ -377,7 +377,7 @@ def replay_sms_interval(params: dict, k: mc.Kernel, queues, n_queue, share, tota
 replay_interval = jax.jit(replay_sms_interval, static_argnames=("shape", "n_regs", "widths", "timeline"))
 
 
-CHUNK = 32  # the interval model's steps are a multiple of this (its chunks are `shape_with`'s)
+CHUNK = 16  # the interval model's steps are a multiple of this (its chunks are `shape_with`'s)
 
 
 def steps(work, slack: float = SLACK) -> int:

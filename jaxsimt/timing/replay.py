@@ -658,20 +658,45 @@ def run(work: Work, params: dict, policy: str = "gto", replay: str = "exact", ti
     its time writing it, the others one issue per scheduler and step."""
     _check_replay(replay)
     pol = jnp.int32(POLICIES.index(policy))
-    args = (params, work.kernel, jnp.asarray(work.queues), jnp.asarray(work.n_queue), jnp.asarray(work.share),
-            jnp.asarray(work.total), pol)
+    M = work.queues.shape[0]
+    args = (params, work.kernel, *sm_sharded(work.queues, work.n_queue, work.share, work.total), pol)
+    cut = lambda out: jax.tree.map(lambda x: x[:M], out)  # noqa: E731  (the padding `sm_sharded` added)
     if replay == "fast":
-        out = _covering(lambda steps: replay_fast(*args, jnp.int32(work.shape.steps), n_regs=work.n_regs,
-                                                  shape=dataclasses.replace(work.shape, steps=steps)),
+        out = _covering(lambda steps: cut(replay_fast(*args, jnp.int32(work.shape.steps), n_regs=work.n_regs,
+                                                      shape=dataclasses.replace(work.shape, steps=steps))),
                         fast_steps(work), work.shape.steps, work.total)[0]
     elif replay == "interval":  # leaves the timeline out itself where not asked for (a fifth of its step)
-        out = _covering(lambda steps: interval.replay_interval(
+        out = _covering(lambda steps: cut(interval.replay_interval(
             *args, jnp.int32(work.shape.steps), n_regs=work.n_regs, shape=interval.shape_with(work.shape, steps),
-            widths=interval.operand_widths(work.kernel), timeline=timeline), interval.steps(work), work.shape.steps,
+            widths=interval.operand_widths(work.kernel), timeline=timeline)), interval.steps(work), work.shape.steps,
             work.total)[0]
     else:
-        out = globals()["replay"](*args, shape=work.shape, n_regs=work.n_regs)
+        out = cut(globals()["replay"](*args, shape=work.shape, n_regs=work.n_regs))
     return out if timeline else {k: v for k, v in out.items() if k != "timeline"}
+
+
+def sm_sharded(queues, n_queue, share, total, devices=None, axis: int = 0) -> tuple:
+    """A work's per-SM arrays (queues [M, Q], n_queue [M], share [M], total [M]; with axis=1 a stack of them
+    [B, M, ...]) as JAX arrays split over the SM axis across `devices` (default: every local device), so that
+    the replays, which treat SMs apart, run a part of the SMs on each device (the cores of a CPU host started
+    with several host devices, or several GPUs). With one device, the arrays as they are. The SM axis is
+    padded to a multiple of the devices with SMs that have no blocks (n_queue 0): they issue nothing, and
+    callers cut per-SM results back to M."""
+    devices = jax.local_devices() if devices is None else list(devices)
+    arrays = (np.asarray(queues), np.asarray(n_queue), np.asarray(share), np.asarray(total))
+    if len(devices) < 2:
+        return tuple(jnp.asarray(a) for a in arrays)
+    M, D = arrays[0].shape[axis], len(devices)
+    fill = (-1, 0, 1.0, 0.0)  # no block, no queue, any share, no instructions
+
+    def pad(a, f):
+        w = [(0, 0)] * a.ndim
+        w[axis] = (0, -M % D)
+        return np.pad(a, w, constant_values=f)
+
+    mesh = jax.sharding.Mesh(np.asarray(devices), ("sm",))
+    spec = lambda a: jax.sharding.PartitionSpec(*(("sm" if d == axis else None) for d in range(a.ndim)))  # noqa: E731
+    return tuple(jax.device_put(pad(a, f), jax.sharding.NamedSharding(mesh, spec(a))) for a, f in zip(arrays, fill))
 
 
 def _covering(replay_with, steps: int, most: int, total, cap=None):
