@@ -139,6 +139,9 @@ def stalls_by_pc(result) -> Optional[dict]:
     from jaxsimt.timing.replay import REASONS
 
     time_, _, _, pc, _, reason, start = (np.asarray(y) for y in t["output"]["timeline"])
+    if t.get("trace") is not None:  # an unrolled loop's copies count for the instruction they copy
+        origin = t["trace"].origins()
+        pc = np.where(pc >= 0, origin[np.clip(pc, 0, len(origin) - 1)], pc)
     ok = (pc >= 0) & np.isfinite(time_) & np.isfinite(start)
     wait = np.where(ok, time_ - start, 0.0)
     out: dict = {}

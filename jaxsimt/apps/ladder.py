@@ -414,7 +414,7 @@ def write_timeline(path: str, todo: list, replays: list, arch: str, M: int, N: i
     for i, (r, (t, w, out)) in enumerate(zip(todo, replays)):
         busiest = int(np.argmax(np.asarray(out["cycles"])))
         e, d = timeline.events(out, clock, t.program, label=f"{r.name}: ", pid0=i, sms=[busiest], sm_ids=w.sms,
-                               max_events=per_rung)
+                               max_events=per_rung, origin=t.origins())
         evs += e
         dropped += d
     timeline.write(path, timeline.document(evs, dropped, kernel="gemm ladder", arch=arch, size=[M, N, K]))

@@ -132,6 +132,8 @@ class Instruction:
     loc        (file_index, line, column) of the last `.loc` before it in the function, or None.
     inlined_at (file_index, line, column) from that `.loc`'s `inlined_at` clause, or None.
     known      False when the opcode is not a PTX ISA instruction known to this parser (parsed generically).
+    pragmas    the `.pragma` strings of the function body just before it (`.pragma "nounroll";` opens the
+               header block of a loop ptxas must not unroll), in order.
     """
     opcode: str
     modifiers: tuple
@@ -145,6 +147,7 @@ class Instruction:
     loc: Optional[tuple] = None
     inlined_at: Optional[tuple] = None
     known: bool = True
+    pragmas: tuple = ()
 
     @property
     def name(self) -> str:

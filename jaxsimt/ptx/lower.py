@@ -459,6 +459,9 @@ class _Lowerer:
         self.lower_op(ins, ctx, loc)
         if "ftz" in ins.modifiers:  # f32 operands and results flushed to zero where subnormal (core.Exec.run)
             blk[1][start:] = [i.with_attrs(ftz=True) for i in blk[1][start:]]
+        if "nounroll" in ins.pragmas and blk is self.blocks[-1]:
+            # the loop whose header this opens is not unrolled by ptxas (`timing.unroll`)
+            blk[1][start:] = [i.with_attrs(nounroll=True) for i in blk[1][start:]]
         if ins.pred is not None:
             if self.blocks[-1] is not blk:
                 self.fail(ins, "predicated instruction that ends a block")

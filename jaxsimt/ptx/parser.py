@@ -488,6 +488,7 @@ class _Body:
         self.call_prototypes: list = []
         self.loc = None
         self.inlined_at = None
+        self.pragmas: list = []  # `.pragma` strings waiting for the next instruction
         self.ordinal = 0
         self.scopes = [_Scope(0)]
         self.all_names: set = set()
@@ -679,6 +680,9 @@ class _Body:
                     p.skip_line(ln)
             self.loc, self.inlined_at = (f, line, col), inl
         elif d == ".pragma":
+            while p.peek_kind() == "str":
+                self.pragmas.append(p.next()[1:-1])
+                p.accept(",")
             p.skip_past_semicolon()
         elif d in (".file", ".section"):
             p.error("directive not allowed inside a function", tok_i)
@@ -741,7 +745,8 @@ class _Body:
         if opcode == "bra" and operands and isinstance(operands[-1], ast.Sym):
             self.branch_uses.append((operands[-1].name, p.i - 2))
         self.stmts.append(ast.Instruction(opcode, mods, types, space, vector, pred, operands, ln, text,
-                                          self.loc, self.inlined_at, opcode in KNOWN_OPCODES))
+                                          self.loc, self.inlined_at, opcode in KNOWN_OPCODES, tuple(self.pragmas)))
+        self.pragmas = []
 
     def call_operands(self) -> tuple:
         p = self.p

@@ -71,7 +71,7 @@ def kernel_arrays(t: tr.Trace, blocks_per_sm: int, NI: int = 0, NW: int = 0, L: 
     """The replay's per-kernel arrays, padded to powers of two (or to NI / NW / L when larger) so that
     kernels of similar sizes share one compiled replay and can be stacked into one batch."""
     flops = np.asarray([float(o.operation.attr("flops", 0) or 0) for _, o in t.program.instructions()],
-                       np.float32)
+                       np.float32)[t.origins()]
     NI = max(NI, _pow2(max(len(t.cls), 64)))
     NW = max(NW, _pow2(max(t.pcs.shape[0], 32)))
     L = max(L, _pow2(max(t.pcs.shape[1], 64)))

@@ -32,12 +32,14 @@ def _meta(pid: int, tid: Optional[int], kind: str, value) -> dict:
 
 
 def events(out: dict, clock_ghz: float, program=None, *, label: str = "", pid0: int = 0,
-           sms: Optional[list] = None, sm_ids=None, max_events: int = MAX_EVENTS) -> tuple[list, int]:
+           sms: Optional[list] = None, sm_ids=None, max_events: int = MAX_EVENTS, origin=None) -> tuple[list, int]:
     """Trace events of a replay's timeline (`timing.run` output; `out["timeline"]` per simulated SM).
 
     clock_ghz: cycles to microseconds; program: names the issued instructions by opcode (else by pc);
     label: prefix of the process names; pid0: the first process id; sms: which simulated SMs (rows of the
-    output; default all that issued anything); sm_ids: the hardware SM index of each row (`Work.sms`).
+    output; default all that issued anything); sm_ids: the hardware SM index of each row (`Work.sms`); origin:
+    the program pc of each of the trace's static instructions (`Trace.origins()`: an unrolled loop's copies
+    are named by the instruction they copy; default the identity).
     Returns (events, number of slices dropped beyond max_events)."""
     time_, slot, sched, pc, warp, reason, start = (np.asarray(y) for y in out["timeline"])
     us = 1e-3 / float(clock_ghz)
@@ -63,9 +65,12 @@ def events(out: dict, clock_ghz: float, program=None, *, label: str = "", pid0: 
             if n_slices + 3 > max_events:
                 dropped += 3 if reason[m][i] >= 0 else 2
                 continue
-            t, p, w, s = float(time_[m][i]), int(pc[m][i]), int(slot[m][i]), int(sched[m][i])
+            t, q, w, s = float(time_[m][i]), int(pc[m][i]), int(slot[m][i]), int(sched[m][i])
+            p = int(origin[q]) if origin is not None and q < len(origin) else q
             name = ops[p] if ops is not None and p < len(ops) else f"pc {p}"
             args = {"pc": p, "cycle": t, "traced_warp": int(warp[m][i])}
+            if p != q:  # an unrolled loop's copy of the instruction (`jaxsimt.timing.unroll`)
+                args["unrolled_copy"] = q
             if cls_names is None and program is not None:
                 cls_names = [tr.CLASS_NAMES[tr.timing_class(o.operation)] for _, o in program.instructions()]
             if cls_names is not None and p < len(cls_names):
@@ -103,7 +108,8 @@ def of_launch(result, path: str) -> dict:
     tm = result.timing
     work = tm["work"]
     evs, dropped = events(tm["output"], float(tm["params"]["clock_ghz"]), tm["trace"].program,
-                          sm_ids=work.sms, sms=[m for m in range(len(work.sms)) if work.sms[m] >= 0])
+                          sm_ids=work.sms, sms=[m for m in range(len(work.sms)) if work.sms[m] >= 0],
+                          origin=tm["trace"].origins())
     doc = document(evs, dropped, kernel=result.kernel, arch=result.arch, grid=list(result.grid),
                    block=list(result.block), cycles=result.stats.get("cycles"))
     write(path, doc)

@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from jaxsimt.timing import issue_order
+from jaxsimt.timing import issue_order, unroll
 from jaxsimt.units import isa
 from jaxsimt.arch import get_arch
 from jaxsimt.program import BRANCH, Imm, Instr, Program, Reg
@@ -50,6 +50,8 @@ class Trace:
     DRAM (estimates; see `memory_fractions`). folded [NI] bool: instructions the hardware issues no
     instruction for (see `folded_mask`; None: none). dram_wait [NI]: fraction of L1 misses whose data the
     access waits for from DRAM, fetched for it or for another SM in step with it (`dram_waits`; None: to_dram).
+    The tables may hold more instructions than the program (NI' >= NI): the copies of the loops ptxas unrolls
+    (`jaxsimt.timing.unroll`), origin [NI'] the program pc of each (None: none).
     """
 
     program: Program
@@ -70,6 +72,12 @@ class Trace:
     meta: dict = field(default_factory=dict)
     folded: "np.ndarray | None" = None
     dram_wait: "np.ndarray | None" = None
+    origin: "np.ndarray | None" = None
+
+    def origins(self) -> np.ndarray:
+        """[NI'] the program pc of each static instruction of the tables (`origin`; the identity where the
+        trace has no unrolled loop copies)."""
+        return np.arange(len(self.cls)) if self.origin is None else self.origin
 
     @property
     def n_blocks(self) -> int:
@@ -257,7 +265,16 @@ def from_launch(result, footprint_bytes_per_block: float | None = None, dram_byt
     requests, sectors, wavefronts = col("requests"), col("sectors"), col("wavefronts") + col("lines")
     pcs, lens = streams(prog, tr["block"], tr["mask"], max_len)
     folded = folded_mask(prog, cls)
-    pcs = issue_order.reorder(pcs, *issue_order.ranks(prog, folded))
+    rank, region = issue_order.ranks(prog, folded)
+    # the loops ptxas unrolls issue as its unrolled bodies: copies of their instructions after the program's
+    u = unroll.copies(prog, dst, src, n_regs, folded)
+    origin, dst, src, n_regs, folded = u["origin"], u["dst"], u["src"], u["n_regs"], u["folded"]
+    if u["loops"]:
+        pcs = unroll.streams(pcs, u["loops"])
+        body_region = np.concatenate([np.full(body.size, int(region.max()) + 1 + i)
+                                      for i, (body, _) in enumerate(u["loops"].values())])
+        rank, region = np.concatenate([rank, u["rank"]]), np.concatenate([region, body_region])
+    pcs = issue_order.reorder(pcs, rank, region)
     tpb = int(np.prod(result.block))
     wpb = -(-tpb // 32)
     W = pcs.shape[0]
@@ -285,9 +302,10 @@ def from_launch(result, footprint_bytes_per_block: float | None = None, dram_byt
     missed = sectors * (1.0 - hit) * n_ctas / n_traced
     wait = dram_waits(cls, missed, np.ones(NI, np.float32) if first_share is None else first_share, to_dram,
                       dram_bytes / sector, n_ctas / per_wave)
-    return Trace(prog, pcs[keep], lens[keep], block, wib[keep], wpb, cls, dst, src,
-                 (requests / execs).astype(np.float32), (sectors / execs).astype(np.float32),
-                 (wavefronts / execs).astype(np.float32), hit, to_dram, n_regs,
+    o = origin
+    return Trace(prog, pcs[keep], lens[keep], block, wib[keep], wpb, cls[o], dst, src,
+                 (requests / execs).astype(np.float32)[o], (sectors / execs).astype(np.float32)[o],
+                 (wavefronts / execs).astype(np.float32)[o], hit[o], to_dram[o], n_regs,
                  meta={"kernel": prog.name, "grid": tuple(result.grid), "block": tuple(result.block),
                        "n_ctas": n_ctas, "traced_blocks": int(n_traced), "NI": NI}, folded=folded,
-                 dram_wait=wait)
+                 dram_wait=wait[o], origin=origin)

@@ -57,6 +57,8 @@ class Op:
     orders_warp: bool = False  # a warp barrier (`__syncwarp`): orders its lanes' accesses for racecheck
     fence: bool = False  # a block barrier or memory fence: no memory access moves across it
     copy: bool = False  # a register copy (mov), which ptxas folds away where it can
+    compare: bool = False  # sets a predicate from a comparison (setp): a loop's exit test
+    offset: bool = False  # adds or subtracts its operands (add, sub): with an immediate, a loop counter's step
     tables: Callable[[Instr], tuple] = _no_tables  # the mufu functions whose tables it reads
     low_zeros: Callable[[Instr, tuple], int] = lambda ins, zeros: 0  # noqa: E731 - known zero low bits of the result
 
@@ -225,7 +227,8 @@ assert set(_FP_OPS) | set(_SFU_OPS) | {"div"} <= alu.ALU_OPS and set(_UNIT_OPS) 
 _ENTRIES = (
     [Op(n, _sfu if n in _UNIT_OPS else _alu,
         _fp if n in _FP_OPS else "sfu" if n in _SFU_OPS else _div if n == "div" else "alu",
-        copy=n == "mov", tables=_unit_reads if n in _UNIT_OPS else _no_tables, low_zeros=_alu_low_zeros)
+        copy=n == "mov", offset=n in ("add", "sub"), tables=_unit_reads if n in _UNIT_OPS else _no_tables,
+        low_zeros=_alu_low_zeros)
      for n in sorted(alu.ALU_OPS)]
     + [
         Op("sreg", _sreg),
@@ -240,7 +243,7 @@ _ENTRIES = (
         # with rounding modes, .sat and .relu, shfl.sync with the ISA's packed clamp and segment mask (the DSL
         # packs CUDA's width into it as the CUDA headers do). A shuffle issues to the MIO queue as shared
         # memory does, hence its own timing class.
-        Op("setp", ptxops.setp),
+        Op("setp", ptxops.setp, compare=True),
         Op("cvt", ptxops.cvt, low_zeros=_same_low_zeros),
         Op("shfl", ptxops.shfl, "shuffle", warp_sync=True, mask=_attr_mask),
         # vote.sync d, p, membermask (both front ends: `__all_sync` & co. pass their mask as an immediate); classed
@@ -319,6 +322,16 @@ def feeds(ins: Instr, family: str) -> bool:
 def is_warp_sync(ins: Instr) -> bool:
     """Whether the instruction (its own op: a predicated one is its guard) synchronises member lanes."""
     return spec(ins).warp_sync
+
+
+def is_compare(ins: Instr) -> bool:
+    """Whether the instruction (its own op) sets a predicate from a comparison."""
+    return spec(ins).compare
+
+
+def is_offset(ins: Instr) -> bool:
+    """Whether the instruction (its own op) adds or subtracts its two operands."""
+    return spec(ins).offset
 
 
 def is_fence(ins: Instr) -> bool:
