@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxsimt.program import BRANCH, FALL, Imm, Program, Reg, writes
+from jaxsimt.program import BRANCH, FALL, JUMP, Imm, Program, Reg, writes
 from jaxsimt.units import isa, loadorder
 
 UNROLL = 4  # the copies of the loop body in ptxas's unrolled loop
@@ -69,12 +69,13 @@ def loops(prog: Program, max_body: int = UNROLL_MAX_BODY) -> list:
     if any(b.pcs for b in prog.blocks):
         return []
     pcl = prog.pc_lists()
-    entered: dict = {}  # block -> how many edges enter it other than a fall from the block before
+    entered = set()  # blocks entered other than by falling from the block before
     for b in prog.blocks:
         t = b.term
-        for tgt in ([t.target] if t.kind != FALL else []) + ([t.fallthrough] if t.kind == BRANCH else []):
-            if tgt is not None and tgt >= 0 and not (tgt == b.index + 1 and t.kind == BRANCH and tgt == t.fallthrough):
-                entered[tgt] = entered.get(tgt, 0) + 1
+        if t.kind in (BRANCH, JUMP):
+            entered.add(t.target)
+        if t.kind == BRANCH and t.fallthrough != b.index + 1:
+            entered.add(t.fallthrough)
     out = []
     for j, b in enumerate(prog.blocks):
         t = b.term
@@ -84,7 +85,7 @@ def loops(prog: Program, max_body: int = UNROLL_MAX_BODY) -> list:
         chain = prog.blocks[i:j + 1]
         if any(c.term.kind != FALL or c.term.target != c.index + 1 for c in chain[:-1]):
             continue
-        if any(entered.get(c.index, 0) for c in chain[1:]):
+        if any(c.index in entered for c in chain[1:]):
             continue
         pcs = [pc for c in chain for pc in pcl[c.index]]
         instrs = [ins for c in chain for ins in c.all_instrs()]
@@ -102,9 +103,9 @@ def loops(prog: Program, max_body: int = UNROLL_MAX_BODY) -> list:
 def copies(prog: Program, dst: np.ndarray, src: np.ndarray, n_regs: int, folded: np.ndarray) -> dict:
     """The unrolled bodies' static instructions, numbered after the program's NI. Returns origin [NI'] (the program
     pc of every static instruction, the program's own first), dst [NI', ND] / src [NI', NS] (register slots,
-    renamed per copy), n_regs (the slots, renamed ones included), folded [NI'], loops {loop block: its copies'
-    pcs [UNROLL, n], its own pcs first in the program: pcs [n]} and rank [NI' - NI]: each copy instruction's
-    place in its unrolled body's issue order, from the body's first pc on.
+    renamed per copy), n_regs (the slots, renamed ones included), folded [NI'], loops {loop number (`loops`):
+    (its copies' pcs [UNROLL, n], its own pcs in the program [n])} and rank [NI' - NI]: each copy instruction's
+    place in its unrolled body's issue order (the body's first pc plus its position there).
 
     Copy k (0..UNROLL-1) writes the loop's register slots renamed for k, the last copy the original ones. A read
     of a slot the loop writes reads the same copy's write where the iteration wrote it before, else the copy
@@ -127,7 +128,8 @@ def copies(prog: Program, dst: np.ndarray, src: np.ndarray, n_regs: int, folded:
             d, s_ = np.full_like(dst[pcs], -1), np.full_like(src[pcs], -1)
             mine: set = set()  # the slots this copy wrote so far
             for j, pc in enumerate(pcs):
-                got = [(name[k] if x in mine else name[(k - 1) % UNROLL]).get(x, x) for x in map(int, src[pc]) if x >= 0]
+                got = [(name[k] if x in mine else name[(k - 1) % UNROLL]).get(x, x)
+                       for x in map(int, src[pc]) if x >= 0]
                 s_[j, :len(got)] = got
                 put = [name[k][x] for x in map(int, dst[pc]) if x >= 0]
                 d[j, :len(put)] = put
