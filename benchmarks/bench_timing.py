@@ -187,6 +187,7 @@ def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
     args = (params, w.kernel, *timing.sm_sharded(w.queues, w.n_queue, w.share, w.total), jnp.int32(1))
     row = {"sample": f"{s.name}@{s.size}", "sms": num_sms, "window": w.shape.steps, "warp_slots": w.shape.warp_slots,
            "devices": len(jax.local_devices())}
+    cut = lambda out: jax.tree.map(lambda x: x[:num_sms], out)  # noqa: E731  (the padding `sm_sharded` may add)
     for name in timing.REPLAYS:
         steps = {"exact": w.shape.steps, "fast": timing.fast_steps(w), "interval": interval.steps(w)}[name]
         fn = {"exact": timing.replay, "fast": timing.replay_fast, "interval": interval.replay_interval}[name]
@@ -199,9 +200,8 @@ def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
             t0 = time.perf_counter()
             compiled = fn.lower(*args, *extra, shape=shape, n_regs=w.n_regs, **kw).compile()
             compile_s = time.perf_counter() - t0
-            out = compiled(*args, *extra)
+            out = cut(compiled(*args, *extra))
             jax.block_until_ready(out)
-            out = jax.tree.map(lambda x: x[:num_sms], out)  # the padding `sm_sharded` may add
             short = ~np.asarray(out["finished"]) & (np.asarray(out["issued"]) < np.minimum(w.shape.steps, w.total))
             if name == "exact" or steps >= w.shape.steps or not short.any():
                 break
@@ -212,11 +212,12 @@ def replay_speed(s, params, repeats: int = 3, num_sms: int = 132) -> dict:
             out = compiled(*args, *extra)
             jax.block_until_ready(out)
             times.append(time.perf_counter() - t0)
-        issued = int(np.asarray(out["issued"])[:num_sms].sum())
+        out = cut(out)
+        issued = int(np.asarray(out["issued"]).sum())
         med = float(np.median(times))
         row[name] = {"steps": steps, "compile_s": compile_s, "median_s": med, "times_s": times,
                      "warp_instructions": issued, "warp_instructions_per_s": issued / med,
-                     "kernel_cycles": float(np.max(np.asarray(out["cycles"])[:num_sms]))}
+                     "kernel_cycles": float(np.max(np.asarray(out["cycles"])))}
     for name in timing.REPLAYS[1:]:
         row[f"speedup_{name}"] = row[name]["warp_instructions_per_s"] / row["exact"]["warp_instructions_per_s"]
         row[f"cycles_rel_diff_{name}"] = row[name]["kernel_cycles"] / row["exact"]["kernel_cycles"] - 1.0

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from jaxsimt.ptx.lower import lower
+from jaxsimt.timing import issue_order
 from jaxsimt.timing import trace as tr
 from jaxsimt.timing import unroll
 from jaxsimt.units import loadorder
@@ -100,7 +101,8 @@ def test_copies_rename_the_loop_registers():
     with open(os.path.join(ROOT, "jaxsimt", "kernels", "suites", "polybench.ptx")) as f:
         prog = lower(f.read(), "gramschmidt_kernel1")
     cls, dst, src, n_regs = tr.static_tables(prog)
-    u = unroll.copies(prog, dst, src, n_regs, tr.folded_mask(prog, cls))
+    folded = tr.folded_mask(prog, cls)
+    u = unroll.copies(prog, dst, src, n_regs, folded, *issue_order.ranks(prog, folded))
     (body, own), = u["loops"].values()
     n = len(own)
     assert body.shape == (unroll.UNROLL, n) and np.array_equal(u["origin"][body[2]], own)

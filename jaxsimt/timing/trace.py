@@ -267,14 +267,9 @@ def from_launch(result, footprint_bytes_per_block: float | None = None, dram_byt
     folded = folded_mask(prog, cls)
     rank, region = issue_order.ranks(prog, folded)
     # the loops ptxas unrolls issue as its unrolled bodies: copies of their instructions after the program's
-    u = unroll.copies(prog, dst, src, n_regs, folded)
+    u = unroll.copies(prog, dst, src, n_regs, folded, rank, region)
     origin, dst, src, n_regs, folded = u["origin"], u["dst"], u["src"], u["n_regs"], u["folded"]
-    if u["loops"]:
-        pcs = unroll.streams(pcs, u["loops"])
-        body_region = np.concatenate([np.full(body.size, int(region.max()) + 1 + i)
-                                      for i, (body, _) in enumerate(u["loops"].values())])
-        rank, region = np.concatenate([rank, u["rank"]]), np.concatenate([region, body_region])
-    pcs = issue_order.reorder(pcs, rank, region)
+    pcs = issue_order.reorder(unroll.streams(pcs, u["loops"]), u["rank"], u["region"])
     tpb = int(np.prod(result.block))
     wpb = -(-tpb // 32)
     W = pcs.shape[0]

@@ -100,12 +100,14 @@ def loops(prog: Program, max_body: int = UNROLL_MAX_BODY) -> list:
     return out
 
 
-def copies(prog: Program, dst: np.ndarray, src: np.ndarray, n_regs: int, folded: np.ndarray) -> dict:
+def copies(prog: Program, dst: np.ndarray, src: np.ndarray, n_regs: int, folded: np.ndarray,
+           rank: np.ndarray, region: np.ndarray) -> dict:
     """The unrolled bodies' static instructions, numbered after the program's NI. Returns origin [NI'] (the program
     pc of every static instruction, the program's own first), dst [NI', ND] / src [NI', NS] (register slots,
     renamed per copy), n_regs (the slots, renamed ones included), folded [NI'], loops {loop number (`loops`):
-    (its copies' pcs [UNROLL, n], its own pcs in the program [n])} and rank [NI' - NI]: each copy instruction's
-    place in its unrolled body's issue order (the body's first pc plus its position there).
+    (its copies' pcs [UNROLL, n], its own pcs in the program [n])}, and rank / region [NI'] extending the
+    program's (`issue_order.ranks`) to the copies: each unrolled body a region of its own, a copy instruction's
+    rank the body's first pc plus its place in the body's issue order.
 
     Copy k (0..UNROLL-1) writes the loop's register slots renamed for k, the last copy the original ones. A read
     of a slot the loop writes reads the same copy's write where the iteration wrote it before, else the copy
@@ -113,7 +115,7 @@ def copies(prog: Program, dst: np.ndarray, src: np.ndarray, n_regs: int, folded:
     before the loop)."""
     NI = dst.shape[0]
     instrs = [ins for _, ins in prog.instructions()]
-    origin, dsts, srcs, fold, ranks = [np.arange(NI)], [dst], [src], [folded], []
+    origin, dsts, srcs, fold, ranks, regions = [np.arange(NI)], [dst], [src], [folded], [rank], [region]
     table = {}
     next_pc, slots = NI, n_regs
     for b, own in enumerate(loops(prog)):
@@ -146,10 +148,11 @@ def copies(prog: Program, dst: np.ndarray, src: np.ndarray, n_regs: int, folded:
         body = np.arange(next_pc, next_pc + UNROLL * n).reshape(UNROLL, n)
         table[b] = (body, pcs)
         ranks.append(next_pc + _body_order([instrs[pc] for pc in pcs], np.concatenate(cd), np.concatenate(cs)))
+        regions.append(np.full(UNROLL * n, int(region.max(initial=-1)) + 1 + b))
         next_pc += UNROLL * n
     return {"origin": np.concatenate(origin), "dst": np.concatenate(dsts), "src": np.concatenate(srcs),
             "n_regs": slots, "folded": np.concatenate(fold), "loops": table,
-            "rank": np.concatenate(ranks) if ranks else np.zeros(0, np.int64)}
+            "rank": np.concatenate(ranks), "region": np.concatenate(regions)}
 
 
 def _body_order(body: list, dst: np.ndarray, src: np.ndarray) -> np.ndarray:
