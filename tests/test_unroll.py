@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from jaxsimt.kernels import sass
 from jaxsimt.ptx.lower import lower
 from jaxsimt.timing import issue_order
 from jaxsimt.timing import trace as tr
@@ -19,27 +20,11 @@ SUITES = ("cuda_samples", "rodinia", "parboil", "polybench", "shoc")
 
 
 def sass_loop_loads(text: str) -> dict:
-    """{function: [global loads of each loop]} of a cuobjdump listing: a loop is the code from a backward
-    branch's target to the branch."""
-    out, fn, ins = {}, None, []
-
-    def close():
-        if fn is not None:
-            for a, t in ins:
-                m = re.search(r"\bBRA\s+(?:`\(\.L_x_\d+\)\s*)?(0x[0-9a-f]+)", t)
-                if m and int(m.group(1), 16) < a:
-                    out.setdefault(fn, []).append(sum("LDG" in x for b, x in ins if int(m.group(1), 16) <= b <= a))
-
-    for line in text.splitlines():
-        m = re.search(r"Function : (\S+)", line)
-        if m:
-            close()
-            fn, ins = m.group(1), []
-            continue
-        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
-        if m:
-            ins.append((int(m.group(1), 16), m.group(2)))
-    close()
+    """{function: [global loads of each loop]} of a cuobjdump listing (`jaxsimt.kernels.sass.loops`)."""
+    out = {}
+    for fn, ins in sass.functions(text).items():
+        for lo, hi in sass.loops(ins):
+            out.setdefault(fn, []).append(sum("LDG" in op for _, op, _ in ins[lo:hi + 1]))
     return out
 
 

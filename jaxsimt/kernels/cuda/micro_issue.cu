@@ -1,0 +1,395 @@
+// micro_issue.cu - micro-benchmarks of what slows a warp scheduler's issue beyond the pipes' rates and the
+// idle latencies (micro_timing.cu): register-bank conflicts, instruction-cache misses, and memory latency
+// under load.
+//
+// regbank: one block per SM, 4*W warps (W per scheduler), each running a loop of independent FFMAs whose
+//   operands ptxas places in register banks of its choosing. Variants (outer products a[i]*b[j] + acc[i][j],
+//   independent triples x[i]*y[i] + acc[i], one shared factor x[i]*y + acc[i]) give loops with different
+//   numbers of same-bank operand reads; the SASS (kept beside the results) says which, and the cycles per
+//   loop instruction say what they cost.
+// icache: the same SM layout, a loop whose body is N independent FFMAs with reused operands (no bank
+//   conflicts), N from 128 to 32768 (2 KiB to 512 KiB of SASS). Cycles per instruction against the loop's
+//   code size show the instruction caches' capacities and what a miss costs.
+// loaded: every SM runs W warps, each of L lanes chasing its own pointer chain (ld.global.cg, one 128-byte
+//   line per link) through an 8 MiB (L2) or 1 GiB (DRAM) random cycle: the latency of a load against the
+//   number of loads in flight.
+//
+// Timing: each warp reads clock64() around its loop; an SM's cycles are its warps' last end minus their
+// first start (one block per SM, so one clock), the figure is the median over the SMs.
+// Output: one JSON line per measurement on stdout.
+// Build: nvcc -arch=sm_90 -O3 -lineinfo -std=c++17 micro_issue.cu -o micro_issue
+// Options: --only GROUP (repeatable: regbank, icache, loaded).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#define CK(call)                                                                                 \
+  do {                                                                                           \
+    cudaError_t e_ = (call);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
+      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__, __LINE__,  \
+              cudaGetErrorString(e_));                                                           \
+      exit(2);                                                                                   \
+    }                                                                                            \
+  } while (0)
+
+static int g_sms = 0;
+static double g_clock_ghz = 0;
+
+// ------------------------------------------------------------------------------------------------
+// Per-warp clocks
+// ------------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ void record(long long* clk, long long t0, long long t1) {
+  if ((threadIdx.x & 31) == 0) {
+    int w = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    clk[2 * w] = t0;
+    clk[2 * w + 1] = t1;
+  }
+}
+
+// median over blocks of (last end - first start) of the block's warps
+static double sm_cycles(const std::vector<long long>& clk, int blocks, int warps) {
+  std::vector<double> per;
+  for (int b = 0; b < blocks; ++b) {
+    long long lo = clk[2 * (b * warps)], hi = clk[2 * (b * warps) + 1];
+    for (int w = 0; w < warps; ++w) {
+      lo = std::min(lo, clk[2 * (b * warps + w)]);
+      hi = std::max(hi, clk[2 * (b * warps + w) + 1]);
+    }
+    per.push_back(double(hi - lo));
+  }
+  std::sort(per.begin(), per.end());
+  return per[per.size() / 2];
+}
+
+// ------------------------------------------------------------------------------------------------
+// Register banks
+// ------------------------------------------------------------------------------------------------
+
+// acc[i][j] += a[i] * b[j]: the operands of a register-tiled GEMM's inner product
+template <int TM, int TN>
+__global__ void rb_outer(const float* in, float* out, int iters, long long* clk) {
+  const int lane = threadIdx.x & 31;
+  float a[TM], b[TN], acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i) a[i] = in[lane + i];
+#pragma unroll
+  for (int j = 0; j < TN; ++j) b[j] = in[64 + lane + j];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = in[128 + lane + i * TN + j];
+  long long t0 = clock64();
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+  }
+  long long t1 = clock64();
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) s += acc[i][j];
+  if (s == 1234.5f) out[0] = s;
+  record(clk, t0, t1);
+}
+
+// acc[i] += x[i] * y[i]: three distinct operands an instruction, none shared with its neighbours
+template <int N>
+__global__ void rb_indep(const float* in, float* out, int iters, long long* clk) {
+  const int lane = threadIdx.x & 31;
+  float x[N], y[N], acc[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    x[i] = in[lane + i];
+    y[i] = in[64 + lane + i];
+    acc[i] = in[128 + lane + i];
+  }
+  long long t0 = clock64();
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) acc[i] = fmaf(x[i], y[i], acc[i]);
+  }
+  long long t1 = clock64();
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) s += acc[i];
+  if (s == 1234.5f) out[0] = s;
+  record(clk, t0, t1);
+}
+
+// acc[i] += x[i] * y: one operand shared by every instruction (the reuse cache holds it)
+template <int N>
+__global__ void rb_shared(const float* in, float* out, int iters, long long* clk) {
+  const int lane = threadIdx.x & 31;
+  float x[N], acc[N];
+  const float y = in[200 + lane];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    x[i] = in[lane + i];
+    acc[i] = in[128 + lane + i];
+  }
+  long long t0 = clock64();
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) acc[i] = fmaf(x[i], y, acc[i]);
+  }
+  long long t1 = clock64();
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) s += acc[i];
+  if (s == 1234.5f) out[0] = s;
+  record(clk, t0, t1);
+}
+
+// acc[i] += x[i] * x[(i + S) % N]: two operands from one array, their banks fixed by ptxas's layout
+template <int N, int S>
+__global__ void rb_pair(const float* in, float* out, int iters, long long* clk) {
+  const int lane = threadIdx.x & 31;
+  float x[N], acc[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    x[i] = in[lane + i];
+    acc[i] = in[128 + lane + i];
+  }
+  long long t0 = clock64();
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) acc[i] = fmaf(x[i], x[(i + S) % N], acc[i]);
+  }
+  long long t1 = clock64();
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) s += acc[i];
+  if (s == 1234.5f) out[0] = s;
+  record(clk, t0, t1);
+}
+
+using RbKernel = void (*)(const float*, float*, int, long long*);
+
+struct RbCase { const char* name; RbKernel k; int ffma_per_iter; };
+
+static const RbCase kRb[] = {
+    {"rb_outer<1,8>", rb_outer<1, 8>, 8},     {"rb_outer<2,2>", rb_outer<2, 2>, 4},
+    {"rb_outer<2,4>", rb_outer<2, 4>, 8},     {"rb_outer<2,8>", rb_outer<2, 8>, 16},
+    {"rb_outer<3,3>", rb_outer<3, 3>, 9},     {"rb_outer<3,5>", rb_outer<3, 5>, 15},
+    {"rb_outer<4,4>", rb_outer<4, 4>, 16},    {"rb_outer<4,6>", rb_outer<4, 6>, 24},
+    {"rb_outer<4,8>", rb_outer<4, 8>, 32},    {"rb_outer<5,5>", rb_outer<5, 5>, 25},
+    {"rb_outer<6,6>", rb_outer<6, 6>, 36},    {"rb_outer<8,4>", rb_outer<8, 4>, 32},
+    {"rb_outer<8,8>", rb_outer<8, 8>, 64},    {"rb_indep<4>", rb_indep<4>, 4},
+    {"rb_indep<6>", rb_indep<6>, 6},          {"rb_indep<8>", rb_indep<8>, 8},
+    {"rb_indep<12>", rb_indep<12>, 12},       {"rb_indep<16>", rb_indep<16>, 16},
+    {"rb_indep<24>", rb_indep<24>, 24},       {"rb_shared<8>", rb_shared<8>, 8},
+    {"rb_shared<16>", rb_shared<16>, 16},     {"rb_shared<24>", rb_shared<24>, 24},
+    {"rb_pair<8,1>", rb_pair<8, 1>, 8},       {"rb_pair<8,2>", rb_pair<8, 2>, 8},
+    {"rb_pair<12,3>", rb_pair<12, 3>, 12},    {"rb_pair<16,1>", rb_pair<16, 1>, 16},
+    {"rb_pair<16,4>", rb_pair<16, 4>, 16},    {"rb_pair<16,5>", rb_pair<16, 5>, 16},
+};
+
+static int max_threads(RbKernel k) {
+  cudaFuncAttributes a;
+  CK(cudaFuncGetAttributes(&a, k));
+  return a.maxThreadsPerBlock;
+}
+
+static void emit_run(const char* group, const std::string& kernel, int warps_per_scheduler, int iters,
+                     int per_iter, double cycles, const std::string& extra = "") {
+  printf("{\"group\":\"%s\",\"kernel\":\"%s\",\"warps_per_scheduler\":%d,\"iters\":%d,\"per_iter\":%d,"
+         "\"sm_cycles\":%.1f%s}\n",
+         group, kernel.c_str(), warps_per_scheduler, iters, per_iter, cycles, extra.c_str());
+  fflush(stdout);
+}
+
+static void regbank() {
+  float *in, *out;
+  long long* clk;
+  CK(cudaMalloc(&in, 4096 * 4));
+  CK(cudaMalloc(&out, 64));
+  std::vector<float> h(4096);
+  for (int i = 0; i < 4096; ++i) h[i] = 0.999f + 1e-6f * float(i % 97);
+  CK(cudaMemcpy(in, h.data(), 4096 * 4, cudaMemcpyHostToDevice));
+  CK(cudaMalloc(&clk, size_t(g_sms) * 64 * 2 * 8));
+  std::vector<long long> hc(size_t(g_sms) * 64 * 2);
+  for (const RbCase& c : kRb) {
+    for (int w : {1, 2, 4, 8}) {
+      const int warps = 4 * w, iters = (1 << 18) / c.ffma_per_iter;  // 262144 FFMAs a warp
+      if (32 * warps > max_threads(c.k)) continue;  // its registers do not fit this many warps on an SM
+      std::vector<double> reps;
+      for (int r = 0; r < 5; ++r) {  // the first is a warm-up (instruction fetch from DRAM)
+        c.k<<<g_sms, 32 * warps>>>(in, out, iters, clk);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(hc.data(), clk, size_t(g_sms) * warps * 2 * 8, cudaMemcpyDeviceToHost));
+        if (r) reps.push_back(sm_cycles(hc, g_sms, warps));
+      }
+      std::sort(reps.begin(), reps.end());
+      emit_run("regbank", c.name, w, iters, c.ffma_per_iter, reps[reps.size() / 2]);
+    }
+  }
+  CK(cudaFree(in));
+  CK(cudaFree(out));
+  CK(cudaFree(clk));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Instruction cache
+// ------------------------------------------------------------------------------------------------
+
+// N independent FFMAs a loop iteration over 16 accumulators; b and c are reused, so no bank conflicts
+template <int N>
+__global__ void ic_body(const float* in, float* out, int iters, long long* clk) {
+  const int lane = threadIdx.x & 31;
+  float x[16];
+  const float b = in[200 + lane], c = in[300 + lane];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) x[i] = in[lane + i];
+  long long t0 = clock64();
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) x[k % 16] = fmaf(x[k % 16], b, c);
+  }
+  long long t1 = clock64();
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) s += x[i];
+  if (s == 1234.5f) out[0] = s;
+  record(clk, t0, t1);
+}
+
+static const RbCase kIc[] = {
+    {"ic_body<128>", ic_body<128>, 128},       {"ic_body<256>", ic_body<256>, 256},
+    {"ic_body<512>", ic_body<512>, 512},       {"ic_body<1024>", ic_body<1024>, 1024},
+    {"ic_body<2048>", ic_body<2048>, 2048},    {"ic_body<3072>", ic_body<3072>, 3072},
+    {"ic_body<4096>", ic_body<4096>, 4096},    {"ic_body<6144>", ic_body<6144>, 6144},
+    {"ic_body<8192>", ic_body<8192>, 8192},    {"ic_body<12288>", ic_body<12288>, 12288},
+    {"ic_body<16384>", ic_body<16384>, 16384}, {"ic_body<32768>", ic_body<32768>, 32768},
+};
+
+static void icache() {
+  float *in, *out;
+  long long* clk;
+  CK(cudaMalloc(&in, 4096 * 4));
+  CK(cudaMalloc(&out, 64));
+  std::vector<float> h(4096);
+  for (int i = 0; i < 4096; ++i) h[i] = 0.999f + 1e-6f * float(i % 97);
+  CK(cudaMemcpy(in, h.data(), 4096 * 4, cudaMemcpyHostToDevice));
+  CK(cudaMalloc(&clk, size_t(g_sms) * 64 * 2 * 8));
+  std::vector<long long> hc(size_t(g_sms) * 64 * 2);
+  for (const RbCase& c : kIc) {
+    for (int w : {1, 2, 4, 8, 16}) {
+      const int warps = 4 * w, iters = std::max(2, (1 << 19) / c.ffma_per_iter);
+      if (32 * warps > max_threads(c.k)) continue;
+      std::vector<double> reps;
+      for (int r = 0; r < 5; ++r) {
+        c.k<<<g_sms, 32 * warps>>>(in, out, iters, clk);
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(hc.data(), clk, size_t(g_sms) * warps * 2 * 8, cudaMemcpyDeviceToHost));
+        if (r) reps.push_back(sm_cycles(hc, g_sms, warps));
+      }
+      std::sort(reps.begin(), reps.end());
+      emit_run("icache", c.name, w, iters, c.ffma_per_iter, reps[reps.size() / 2]);
+    }
+  }
+  CK(cudaFree(in));
+  CK(cudaFree(out));
+  CK(cudaFree(clk));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Memory latency under load
+// ------------------------------------------------------------------------------------------------
+
+// each of the first `lanes` lanes of every warp chases its own start on one random cycle of 128-byte lines
+__global__ void chase_loaded(const unsigned long long* p, unsigned long long n_lines, int lanes, int steps,
+                             unsigned long long salt, long long* clk, unsigned long long* sink) {
+  const int lane = threadIdx.x & 31;
+  const unsigned long long g = (blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * 32ull + lane;
+  const unsigned long long* j = p + ((g * 1000003ull + salt) % n_lines) * 16;
+  __syncwarp();
+  long long t0 = clock64();
+  if (lane < lanes) {
+    for (int s = 0; s < steps; ++s) j = reinterpret_cast<const unsigned long long*>(__ldcg(j));
+  }
+  __syncwarp();
+  long long t1 = clock64();
+  if (reinterpret_cast<unsigned long long>(j) == 1ull) sink[0] = g;
+  record(clk, t0, t1);
+}
+
+static std::vector<size_t> chase_next(size_t n, unsigned seed) {
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<size_t> next(n);
+  for (size_t i = 0; i < n; ++i) next[order[i]] = order[(i + 1) % n];
+  return next;
+}
+
+static void loaded() {
+  long long* clk;
+  unsigned long long* sink;
+  CK(cudaMalloc(&clk, size_t(g_sms) * 64 * 2 * 8));
+  CK(cudaMalloc(&sink, 64));
+  std::vector<long long> hc(size_t(g_sms) * 64 * 2);
+  struct Level { const char* name; size_t bytes; int steps; };
+  for (const Level& lv : {Level{"l2", size_t(8) << 20, 256}, Level{"dram", size_t(1) << 30, 128}}) {
+    const size_t n = lv.bytes / 128;
+    unsigned long long* d;
+    CK(cudaMalloc(&d, lv.bytes));
+    auto next = chase_next(n, 11);
+    std::vector<unsigned long long> h(lv.bytes / 8, 0);
+    const unsigned long long base = reinterpret_cast<unsigned long long>(d);
+    for (size_t i = 0; i < n; ++i) h[i * 16] = base + next[i] * 128;
+    CK(cudaMemcpy(d, h.data(), lv.bytes, cudaMemcpyHostToDevice));
+    for (int lanes : {1, 4, 32}) {
+      for (int w : {1, 2, 4, 8, 16, 32}) {
+        std::vector<double> reps;
+        for (int r = 0; r < 4; ++r) {  // the first warms the L2 for the 8 MiB cycle
+          // each repeat starts elsewhere on the cycle, so the 1 GiB one finds no line an earlier repeat loaded
+          chase_loaded<<<g_sms, 32 * w>>>(d, n, lanes, lv.steps, 17 + 7777777ull * r, clk, sink);
+          CK(cudaGetLastError());
+          CK(cudaDeviceSynchronize());
+          CK(cudaMemcpy(hc.data(), clk, size_t(g_sms) * w * 2 * 8, cudaMemcpyDeviceToHost));
+          if (r) reps.push_back(sm_cycles(hc, g_sms, w));
+        }
+        std::sort(reps.begin(), reps.end());
+        std::string extra = ",\"level\":\"" + std::string(lv.name) + "\",\"lanes\":" + std::to_string(lanes) +
+                            ",\"warps_per_sm\":" + std::to_string(w);
+        emit_run("loaded", std::string("chase_loaded_") + lv.name, 0, lv.steps, 1, reps[reps.size() / 2], extra);
+      }
+    }
+    CK(cudaFree(d));
+  }
+  CK(cudaFree(clk));
+  CK(cudaFree(sink));
+}
+
+int main(int argc, char** argv) {
+  std::vector<std::string> only;
+  for (int i = 1; i < argc; ++i)
+    if (!strcmp(argv[i], "--only") && i + 1 < argc) only.push_back(argv[++i]);
+  auto want = [&](const char* s) { return only.empty() || std::find(only.begin(), only.end(), s) != only.end(); };
+  int khz = 0;
+  CK(cudaSetDevice(0));
+  CK(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, 0));
+  CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+  g_clock_ghz = khz * 1e-6;
+  printf("{\"group\":\"device\",\"sms\":%d,\"clock_ghz\":%.3f}\n", g_sms, g_clock_ghz);
+  if (want("regbank")) regbank();
+  if (want("icache")) icache();
+  if (want("loaded")) loaded();
+  return 0;
+}
