@@ -157,6 +157,19 @@ class Arch:
     # --- register banks, constant and read-only/texture caches, unified addressing (issue 9) ---
     # registers one bank delivers to the operand collector per cycle (bank = register number % register_banks)
     register_bank_ports: int = 1
+    # how much the busiest register bank exceeds an even share of an instruction stream's register reads,
+    # under the compiler's register allocation (1.0: even). PTX registers are virtual, so the timing model
+    # takes this statistic of the allocations the compiler makes instead of their banks
+    # (`jaxsimt.units.regbanks.read_cycles`)
+    register_bank_imbalance: float = 1.0
+    # --- instruction fetch (jaxsimt.timing.fetch) ---
+    instruction_bytes: int = 16  # one SASS instruction
+    # code sizes the instruction caches hold, first level then second (empty: fetch never limits issue)
+    icache_bytes: tuple[int, ...] = ()
+    # cycles per instruction a scheduler issues at most when its loop streams from the level after each cache
+    # (the second level, then L2), one row per level, by the warps per scheduler running the code (icache_warps)
+    icache_warps: tuple[int, ...] = (1, 2, 4, 8)
+    icache_miss_cpi: tuple[tuple[float, ...], ...] = ()
     const_mem_size: int = 64 * 1024  # __constant__ bytes of one launch
     # read-only/texture cache per SM; 0: the unified L1, i.e. l1_plus_shared_per_sm minus the shared carve-out
     ro_cache_bytes: int = 0
@@ -349,6 +362,15 @@ _HOPPER_COMMON = dict(
     line_size=128,
     alloc_alignment=256,
     register_banks=2,
+    # median over the 116 loops of the real-CUDA corpus's SASS (ptxas 13.0, sm_90; data/h200/suites/sass) of
+    # the busiest bank's reads over half the loop's reads (docs/timing.md "Register-bank reads")
+    register_bank_imbalance=1.10,
+    # measured on the H200 (kernels/cuda/micro_issue.cu "icache", data/h200/issue_micro): a loop of 32 KiB + 48
+    # bytes issues at one instruction a cycle and one of 48 KiB does not; 128 KiB + 48 bytes streams from the
+    # second level and 192 KiB from L2: each capacity is the midpoint between the two
+    icache_bytes=(40 * 1024, 160 * 1024),
+    # medians over the loops of each band (48-128 KiB; 192-512 KiB), with 1, 2, 4, 8 warps per scheduler
+    icache_miss_cpi=((2.43, 1.13, 1.51, 1.38), (5.85, 3.02, 1.52, 1.48)),
 )
 
 _HOPPER_TIMING = dict(

@@ -88,7 +88,7 @@ def _instruction_table(p: dict, k: mc.Kernel, lo: dict, shape: mc.Shape):
     cols = [cl.astype(jnp.float32), fw.astype(jnp.float32), (cl == tr.BARRIER).astype(jnp.float32),
             is_ctl.astype(jnp.float32), jnp.where(fw, 0.0, done),
             jnp.where(fw, 0.0, jnp.where(is_ctl, p["branch_latency"], 1.0)), interval,
-            jnp.where((cl == tr.ALU) | is_ctl, p["alu_dispatch_cycles"], 1.0),
+            jnp.maximum(jnp.where((cl == tr.ALU) | is_ctl, p["alu_dispatch_cycles"], 1.0), k["issue_floor"]),
             lo["kind_t"][cl].astype(jnp.float32), lo["thr_t"][cl].astype(jnp.float32),
             z, jnp.where(is_sh | is_gl, wav, 0.0), jnp.where(is_gl, o1, 0.0),
             jnp.where(is_gl, d2, 0.0), jnp.where(is_gl, d3, 0.0)]

@@ -17,8 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxsimt.timing import fetch
 from jaxsimt.timing import trace as tr
 from jaxsimt.arch import Arch, get_arch
+from jaxsimt.units import regbanks
 
 REASONS = ("selected", "not_selected", "wait", "short_scoreboard", "long_scoreboard", "barrier",
            "branch_resolving", "math_pipe_throttle", "mio_throttle", "lg_throttle", "no_instruction")
@@ -58,7 +60,7 @@ class Shape:
 
 
 Kernel = dict  # per-kernel arrays (a dict pytree): cls/dst/src/requests/sectors/wavefronts/hit_l1/to_dram/dram_wait
-# /flops [NI], pcs [NW, L], length [NW], wpb [], blocks [] (resident blocks per SM)
+# /flops/issue_floor [NI], pcs [NW, L], length [NW], wpb [], blocks [] (resident blocks per SM)
 
 
 def _pad(a: np.ndarray, n: int, axis: int = 0, value=0) -> np.ndarray:
@@ -67,11 +69,22 @@ def _pad(a: np.ndarray, n: int, axis: int = 0, value=0) -> np.ndarray:
     return np.pad(a, width, constant_values=value)
 
 
-def kernel_arrays(t: tr.Trace, blocks_per_sm: int, NI: int = 0, NW: int = 0, L: int = 0) -> Kernel:
+def kernel_arrays(t: tr.Trace, blocks_per_sm: int, NI: int = 0, NW: int = 0, L: int = 0,
+                  arch: "Arch | str | None" = None) -> Kernel:
     """The replay's per-kernel arrays, padded to powers of two (or to NI / NW / L when larger) so that
-    kernels of similar sizes share one compiled replay and can be stacked into one batch."""
+    kernels of similar sizes share one compiled replay and can be stacked into one batch.
+
+    issue_floor [NI]: the fewest cycles each instruction holds its scheduler, set by the register file's
+    banks (`regbanks.read_cycles`) and by instruction fetch (`fetch.fetch_cycles`) of `arch` (default: the
+    H200)."""
+    n_prog = len(t.program.instructions())
     flops = np.asarray([float(o.operation.attr("flops", 0) or 0) for _, o in t.program.instructions()],
                        np.float32)[t.origins()]
+    issued = None if t.folded is None else ~np.asarray(t.folded[:n_prog], bool)
+    arch = get_arch(arch or "h200")
+    per_scheduler = blocks_per_sm * t.warps_per_block / arch.warp_schedulers_per_sm
+    floor = np.maximum(regbanks.read_cycles(t.program, arch, issued),
+                       fetch.fetch_cycles(t.program, arch, per_scheduler, issued))[t.origins()]
     NI = max(NI, _pow2(max(len(t.cls), 64)))
     NW = max(NW, _pow2(max(t.pcs.shape[0], 32)))
     L = max(L, _pow2(max(t.pcs.shape[1], 64)))
@@ -81,6 +94,7 @@ def kernel_arrays(t: tr.Trace, blocks_per_sm: int, NI: int = 0, NW: int = 0, L: 
     return Kernel(cls=jnp.asarray(_pad(t.cls, NI, value=tr.ALU)), dst=jnp.asarray(_pad(t.dst, NI, value=-1)),
                   src=jnp.asarray(_pad(t.src, NI, value=-1)), requests=f32(t.requests), sectors=f32(t.sectors),
                   wavefronts=f32(t.wavefronts), hit_l1=f32(t.hit_l1), to_dram=f32(t.to_dram), flops=f32(flops),
+                  issue_floor=jnp.asarray(_pad(np.asarray(floor, np.float32), NI, value=1.0)),
                   dram_wait=f32(t.to_dram if t.dram_wait is None else t.dram_wait),
                   folded=jnp.asarray(_pad(folded, NI, value=False)),
                   pcs=jnp.asarray(_pad(_pad(t.pcs, L, 1, -1), NW, 0, -1)), length=jnp.asarray(_pad(length, NW)),

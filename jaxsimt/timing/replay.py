@@ -157,7 +157,8 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
             jnp.where(upd, complete, c["reg_t"][sel, jnp.maximum(ds, 0)]), mode="drop")
         reg_k = c["reg_k"].at[sel, jnp.where(ds >= 0, ds, NR)].set(kind_t[csel], mode="drop")
         pipe = c["pipe"].at[s, csel].set(jnp.where(upd & ~fold, T + interval, c["pipe"][s, csel]))
-        slot = jnp.where((csel == tr.ALU) | (csel == tr.CONTROL), p["alu_dispatch_cycles"], 1.0)
+        slot = jnp.maximum(jnp.where((csel == tr.ALU) | (csel == tr.CONTROL), p["alu_dispatch_cycles"], 1.0),
+                           k["issue_floor"][pcsel])
         t_sched = c["t_sched"].at[s].set(jnp.where(upd & ~fold, T + slot, c["t_sched"][s]))
         last = c["last"].at[s].set(jnp.where(upd, sel, c["last"][s]))
         is_ctl = csel == tr.CONTROL
@@ -418,7 +419,8 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
         busy = go & ~fold
         cmask = jnp.arange(tr.N_CLASSES)[None, :] == csel[:, None]
         pipe = jnp.where(cmask & busy[:, None], (T + interval)[:, None], c["pipe"][s_o])[inv]
-        slot = jnp.where((csel == tr.ALU) | (csel == tr.CONTROL), p["alu_dispatch_cycles"], 1.0)
+        slot = jnp.maximum(jnp.where((csel == tr.ALU) | (csel == tr.CONTROL), p["alu_dispatch_cycles"], 1.0),
+                           k["issue_floor"][pcsel])
         t_sched = jnp.where(busy, T + slot, c["t_sched"][s_o])[inv]
         last = jnp.where(go, sel, c["last"][s_o])[inv]
         wfree = put(x1, jnp.where(go, jnp.where(fold, T, T + jnp.where(is_ctl, p["branch_latency"], 1.0)), x1s))
@@ -618,7 +620,7 @@ def plan(t: tr.Trace, arch: "Arch | str", blocks_per_sm: int, grid_blocks: Optio
     if blocks_per_sm * t.warps_per_block > arch.max_warps_per_sm or blocks_per_sm < 1:
         raise ValueError(f"kernel {t.program.name}: {blocks_per_sm} resident blocks of {t.warps_per_block} warps do "
                          f"not fit the {arch.max_warps_per_sm} warp slots of an {arch.name} SM")
-    return Work(kernel_arrays(t, resident), qa, n_queue, np.full(M, 1.0 / n_sm_used, np.float32), total, shape, _pow2(max(t.n_regs, 32)), np.asarray(sms),
+    return Work(kernel_arrays(t, resident, arch=arch), qa, n_queue, np.full(M, 1.0 / n_sm_used, np.float32), total, shape, _pow2(max(t.n_regs, 32)), np.asarray(sms),
                 blocks_per_sm)
 
 
