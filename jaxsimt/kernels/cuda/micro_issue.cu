@@ -19,7 +19,7 @@
 // Output: one JSON line per measurement on stdout.
 // Build: nvcc -arch=sm_90 -O3 -lineinfo -std=c++17 micro_issue.cu -o micro_issue
 // Options: --only GROUP (repeatable: regbank, icache, loaded).
-#include <cuda_runtime.h>
+#include "common.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -31,15 +31,6 @@
 #include <string>
 #include <vector>
 
-#define CK(call)                                                                                 \
-  do {                                                                                           \
-    cudaError_t e_ = (call);                                                                     \
-    if (e_ != cudaSuccess) {                                                                     \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__, __LINE__,  \
-              cudaGetErrorString(e_));                                                           \
-      exit(2);                                                                                   \
-    }                                                                                            \
-  } while (0)
 
 static int g_sms = 0;
 static double g_clock_ghz = 0;
@@ -211,7 +202,10 @@ static void emit_run(const char* group, const std::string& kernel, int warps_per
   fflush(stdout);
 }
 
-static void regbank() {
+// Runs every case with 1, 2, 4, 8 warps per scheduler (fewer where its registers do not fit), `ffmas` FFMAs a
+// warp, and prints one line each: the median over 4 launches after a warm-up (instruction fetch from DRAM).
+template <size_t N>
+static void run_loops(const char* group, const RbCase (&cases)[N], int ffmas, int min_iters) {
   float *in, *out;
   long long* clk;
   CK(cudaMalloc(&in, 4096 * 4));
@@ -221,12 +215,12 @@ static void regbank() {
   CK(cudaMemcpy(in, h.data(), 4096 * 4, cudaMemcpyHostToDevice));
   CK(cudaMalloc(&clk, size_t(g_sms) * 64 * 2 * 8));
   std::vector<long long> hc(size_t(g_sms) * 64 * 2);
-  for (const RbCase& c : kRb) {
+  for (const RbCase& c : cases) {
     for (int w : {1, 2, 4, 8}) {
-      const int warps = 4 * w, iters = (1 << 18) / c.ffma_per_iter;  // 262144 FFMAs a warp
-      if (32 * warps > max_threads(c.k)) continue;  // its registers do not fit this many warps on an SM
+      const int warps = 4 * w, iters = std::max(min_iters, ffmas / c.ffma_per_iter);
+      if (32 * warps > max_threads(c.k)) continue;
       std::vector<double> reps;
-      for (int r = 0; r < 5; ++r) {  // the first is a warm-up (instruction fetch from DRAM)
+      for (int r = 0; r < 5; ++r) {
         c.k<<<g_sms, 32 * warps>>>(in, out, iters, clk);
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
@@ -234,7 +228,7 @@ static void regbank() {
         if (r) reps.push_back(sm_cycles(hc, g_sms, warps));
       }
       std::sort(reps.begin(), reps.end());
-      emit_run("regbank", c.name, w, iters, c.ffma_per_iter, reps[reps.size() / 2]);
+      emit_run(group, c.name, w, iters, c.ffma_per_iter, reps[reps.size() / 2]);
     }
   }
   CK(cudaFree(in));
@@ -275,37 +269,6 @@ static const RbCase kIc[] = {
     {"ic_body<8192>", ic_body<8192>, 8192},    {"ic_body<12288>", ic_body<12288>, 12288},
     {"ic_body<16384>", ic_body<16384>, 16384}, {"ic_body<32768>", ic_body<32768>, 32768},
 };
-
-static void icache() {
-  float *in, *out;
-  long long* clk;
-  CK(cudaMalloc(&in, 4096 * 4));
-  CK(cudaMalloc(&out, 64));
-  std::vector<float> h(4096);
-  for (int i = 0; i < 4096; ++i) h[i] = 0.999f + 1e-6f * float(i % 97);
-  CK(cudaMemcpy(in, h.data(), 4096 * 4, cudaMemcpyHostToDevice));
-  CK(cudaMalloc(&clk, size_t(g_sms) * 64 * 2 * 8));
-  std::vector<long long> hc(size_t(g_sms) * 64 * 2);
-  for (const RbCase& c : kIc) {
-    for (int w : {1, 2, 4, 8, 16}) {
-      const int warps = 4 * w, iters = std::max(2, (1 << 19) / c.ffma_per_iter);
-      if (32 * warps > max_threads(c.k)) continue;
-      std::vector<double> reps;
-      for (int r = 0; r < 5; ++r) {
-        c.k<<<g_sms, 32 * warps>>>(in, out, iters, clk);
-        CK(cudaGetLastError());
-        CK(cudaDeviceSynchronize());
-        CK(cudaMemcpy(hc.data(), clk, size_t(g_sms) * warps * 2 * 8, cudaMemcpyDeviceToHost));
-        if (r) reps.push_back(sm_cycles(hc, g_sms, warps));
-      }
-      std::sort(reps.begin(), reps.end());
-      emit_run("icache", c.name, w, iters, c.ffma_per_iter, reps[reps.size() / 2]);
-    }
-  }
-  CK(cudaFree(in));
-  CK(cudaFree(out));
-  CK(cudaFree(clk));
-}
 
 // ------------------------------------------------------------------------------------------------
 // Memory latency under load
@@ -388,8 +351,8 @@ int main(int argc, char** argv) {
   CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
   g_clock_ghz = khz * 1e-6;
   printf("{\"group\":\"device\",\"sms\":%d,\"clock_ghz\":%.3f}\n", g_sms, g_clock_ghz);
-  if (want("regbank")) regbank();
-  if (want("icache")) icache();
+  if (want("regbank")) run_loops("regbank", kRb, 1 << 18, 1);
+  if (want("icache")) run_loops("icache", kIc, 1 << 19, 2);
   if (want("loaded")) loaded();
   return 0;
 }
