@@ -77,9 +77,10 @@ def extra_cycles(program: Program, arch: Arch) -> np.ndarray:
 
 
 def register_reads(ins: Instr, previous: "Instr | None") -> int:
-    """Register-file reads of one instruction: its non-predicate source registers (64-bit ones are two
-    registers), less those the previous instruction of its block read in the same operand position (the
-    operand reuse cache holds them)."""
+    """Register-file reads of one instruction: its distinct non-predicate source registers, less those the
+    previous instruction of its block read in the same operand position (the operand reuse cache holds
+    them). A 64-bit register counts once: ptxas splits 64-bit integer arithmetic into two instructions that
+    read one half each."""
     held = {}
     if previous is not None:
         held = {i: x for i, x in enumerate(previous.operation.src) if isinstance(x, Reg)}
@@ -109,8 +110,8 @@ MIN_STREAM = 12
 
 def read_cycles(program: Program, arch: Arch, issued: "np.ndarray | None" = None) -> np.ndarray:
     """[NI] float: the fewest cycles per issue of every static instruction that the register file allows:
-    per basic block of the front end (`front_blocks`) of at least MIN_STREAM issued instructions, its reads times `register_bank_imbalance`
-    over what the banks deliver a cycle (`register_banks` x `register_bank_ports`), over the instructions
+    per basic block of the front end (`front_blocks`) of at least MIN_STREAM issued instructions, its reads
+    times `register_bank_imbalance` over what the banks deliver a cycle (`register_banks` x `register_bank_ports`), over the instructions
     it issues (at least 1: the banks keep up); 1 elsewhere. issued [NI] bool: the instructions the hardware
     issues (default: all). The per-lane instructions the PTX front end expands one instruction into (attr
     `expansion`: a `wmma.load`'s loads, one or two SASS instructions) are left out."""
