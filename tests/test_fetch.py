@@ -98,16 +98,19 @@ def test_a_loop_issues_at_its_levels_rate(n, level):
 
 
 def test_innermost_loop_sets_the_size():
-    """An inner loop that fits inside an outer one that does not issues at the first level's rate."""
-    outer = _loop_kernel(100).replace("mov.u32 %r1, 0;\n$L_loop:\n", "mov.u32 %r2, 0;\n$L_outer:\nmov.u32 %r1, 0;\n$L_loop:\n"
-                                       "fma.rn.f32 %f1, %f1, %f16, %f17;\n").replace(
-        "@%p1 bra $L_loop;\n", "@%p1 bra $L_loop;\n" + "".join(
-            f"fma.rn.f32 %f{k % 16}, %f{k % 16}, %f17, %f16;\n" for k in range(3000))
-        + "add.s32 %r2, %r2, 1;\nsetp.lt.s32 %p1, %r2, 4;\n@%p1 bra $L_outer;\n")
+    """An inner loop that fits, inside an outer one that does not, issues at the first level's rate; the
+    outer loop's own instructions at the second level's."""
+    head = "mov.u32 %r2, 0;\n$L_outer:\nmov.u32 %r1, 0;\n$L_loop:\nfma.rn.f32 %f1, %f1, %f16, %f17;\n"
+    tail = "".join(f"fma.rn.f32 %f{k % 16}, %f{k % 16}, %f17, %f16;\n" for k in range(3000))
+    outer = _loop_kernel(100).replace("mov.u32 %r1, 0;\n$L_loop:\n", head).replace(
+        "@%p1 bra $L_loop;\n", "@%p1 bra $L_loop;\n" + tail + "add.s32 %r2, %r2, 1;\nsetp.lt.s32 %p1, %r2, 4;\n"
+        "@%p1 bra $L_outer;\n")
     prog = lower(outer, "loop")
     issued = ~tr.folded_mask(prog)
-    code = fetch.code_bytes(prog, H200, issued)
-    assert code.min() < H200.icache_bytes[0] < code.max()
+    cyc = fetch.fetch_cycles(prog, H200, 1, issued)
+    fmas = [pc for pc, (_, ins) in enumerate(prog.instructions()) if ins.operation.op == "fma"]
+    assert (cyc[fmas[:101]] == 1.0).all()  # the inner loop's 101 FMAs
+    assert cyc[fmas[101:]] == pytest.approx(H200.icache_miss_cpi[0][0])  # the outer loop's 3000
 
 
 def test_the_replay_issues_a_large_loop_at_the_fetch_rate():

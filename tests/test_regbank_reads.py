@@ -147,7 +147,8 @@ def test_ptx_read_cycles_of_three_read_and_reused_streams():
     three = (12 * 3 + 1) * H200.register_bank_imbalance / per_cycle / 15
     for name, body, want in (("three", body3, three), ("two", body2, 1.0)):
         params = ", ".join(f".param .f32 a{i}" for i in range(36))
-        src = (head + f".visible .entry {name}(.param .u64 p, {params})\n{{\n.reg .f32 %f<40>;\n.reg .b64 %rd<4>;\n.reg .b32 %r<4>;\n.reg .pred %p<2>;\n"
+        regs = ".reg .f32 %f<40>;\n.reg .b64 %rd<4>;\n.reg .b32 %r<4>;\n.reg .pred %p<2>;\n"
+        src = (head + f".visible .entry {name}(.param .u64 p, {params})\n{{\n" + regs
                + "".join(f"ld.param.f32 %f{i}, [a{i}];\n" for i in range(36)) + "mov.u32 %r1, 0;\n$L_loop:\n" + body
                + "add.s32 %r1, %r1, 1;\nsetp.lt.s32 %p1, %r1, 100;\n@%p1 bra $L_loop;\n"
                + "ld.param.u64 %rd1, [p];\ncvta.to.global.u64 %rd2, %rd1;\nst.global.f32 [%rd2], %f2;\nret;\n}\n")
