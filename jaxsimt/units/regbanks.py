@@ -113,8 +113,9 @@ def read_cycles(program: Program, arch: Arch, issued: "np.ndarray | None" = None
     per basic block of the front end (`front_blocks`) of at least MIN_STREAM issued instructions, its reads
     times `register_bank_imbalance` over what the banks deliver a cycle (`register_banks` x
     `register_bank_ports`), over the instructions it issues (at least 1: the banks keep up); 1 elsewhere.
-    issued [NI] bool: the instructions the hardware issues (default: all). The per-lane instructions the PTX front end expands one instruction into (attr
-    `expansion`: a `wmma.load`'s loads, one or two SASS instructions) are left out."""
+    issued [NI] bool: the instructions the hardware issues (default: all). The per-lane instructions the
+    PTX front end expands one instruction into (attr `expansion`: a `wmma.load`'s loads, one or two SASS
+    instructions) are left out."""
     instrs = program.instructions()
     issued = np.ones(len(instrs), bool) if issued is None else np.asarray(issued, bool)
     out = np.ones(len(instrs), np.float64)
