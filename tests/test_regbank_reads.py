@@ -68,18 +68,11 @@ def _bandwidth_rule(body) -> float:
 def _per_instruction_rule(body, three_only: bool = False) -> float:
     """Each instruction takes max over banks of its reads there (reuse cache applied), at least 1 cycle;
     three_only: one extra cycle only where three reads share a bank (Jia et al.'s rule for Volta)."""
-    held, total = {}, 0
-    for _, op, operands in body + body:
-        regs, keep = [], {}
-        for pos, r, reuse in sass.sources(op, operands):
-            if held.get(pos) != r and r not in regs:
-                regs.append(r)
-            if reuse:
-                keep[pos] = r
-        held = keep
+    total = 0
+    for regs in sass.reads(body):
         per = np.bincount([r % H200.register_banks for r in regs], minlength=H200.register_banks)
         total += 1 + int(per.max() >= 3) if three_only else max(1, int(per.max()))
-    return total / (2 * len(body))
+    return total / len(body)
 
 
 def test_fixture_covers_loops_with_and_without_bank_pressure():

@@ -78,14 +78,15 @@ def sources(op: str, operands: str) -> list:
     return out
 
 
-def bank_reads(body: list, banks: int, rounds: int = 2) -> collections.Counter:
-    """{bank: registers read} over an instruction stream (a loop body, `rounds` times so that the reuse
-    cache carries round the loop; the last round counted): a register read in the same operand position by
-    the previous instruction with its reuse flag set is not read again, and an instruction reads a register
-    once however many operands name it."""
+def reads(body: list, rounds: int = 2) -> list:
+    """[[register]] the registers each instruction of a stream reads from the register file (a loop body,
+    `rounds` times so that the reuse cache carries round the loop; the last round's): a register read in
+    the same operand position by the previous instruction with its reuse flag set is not read again, and an
+    instruction reads a register once however many operands name it."""
     held: dict = {}
+    out: list = []
     for _ in range(rounds):
-        count = collections.Counter()
+        out = []
         for _, op, operands in body:
             regs, keep = [], {}
             for pos, r, reuse in sources(op, operands):
@@ -94,6 +95,10 @@ def bank_reads(body: list, banks: int, rounds: int = 2) -> collections.Counter:
                 if reuse:
                     keep[pos] = r
             held = keep
-            for r in regs:
-                count[r % banks] += 1
-    return count
+            out.append(regs)
+    return out
+
+
+def bank_reads(body: list, banks: int, rounds: int = 2) -> collections.Counter:
+    """{bank: registers read} over an instruction stream (`reads`)."""
+    return collections.Counter(r % banks for regs in reads(body, rounds) for r in regs)
