@@ -77,10 +77,9 @@ def kernel_arrays(t: tr.Trace, blocks_per_sm: int, NI: int = 0, NW: int = 0, L: 
     issue_floor [NI]: the fewest cycles each instruction holds its scheduler, set by the register file's
     banks (`regbanks.read_cycles`) and by instruction fetch (`fetch.fetch_cycles`) of `arch` (default: the
     H200)."""
-    n_prog = len(t.program.instructions())
-    flops = np.asarray([float(o.operation.attr("flops", 0) or 0) for _, o in t.program.instructions()],
-                       np.float32)[t.origins()]
-    issued = None if t.folded is None else ~np.asarray(t.folded[:n_prog], bool)
+    instrs = t.program.instructions()
+    flops = np.asarray([float(o.operation.attr("flops", 0) or 0) for _, o in instrs], np.float32)[t.origins()]
+    issued = None if t.folded is None else ~np.asarray(t.folded[:len(instrs)], bool)
     arch = get_arch(arch or "h200")
     per_scheduler = blocks_per_sm * t.warps_per_block / arch.warp_schedulers_per_sm
     floor = np.maximum(regbanks.read_cycles(t.program, arch, issued),
