@@ -71,6 +71,14 @@ class Timing:
     # per SM: ~143 cycles each, docs/timing.md) and held there; 0 where nothing measured it
     block_dispatch_cycles: float = 0.0
     launch_overhead_us: float = 1.5  # kernel launch to first block and last block to completion, microseconds
+    # a request waits for the slowest of its lines, and lines differ in latency (L2 slices near and far, DRAM
+    # banks and rows): its latency rises with the lines it misses, by this many cycles per doubling of them
+    # beyond what the L1TEX and bandwidth stages take; the DRAM one adds to the L2 one for lines from DRAM.
+    # Measured for random lines (calibrate.loaded_terms: H200 7.3 and 85); 0 by default: requests of adjacent
+    # lines (strided and coalesced streams) rise far less, and no counter says yet how scattered a request's
+    # lines are (docs/timing.md "A request waits for its slowest line")
+    l2_latency_per_doubling: float = 0.0
+    dram_latency_per_doubling: float = 0.0
     # global atomics on one L2 sector serialize: SM cycles per operation there (a kernel takes at least its
     # busiest sector's operations times this)
     atomic_cycles_per_op: float = 1.5

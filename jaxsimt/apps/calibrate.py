@@ -332,6 +332,38 @@ def launch_terms(arch: str = "h200") -> dict:
             "block_dispatch_cycles": float(np.mean(slopes))}
 
 
+# the loaded-latency runs that set the latency's rise with a request's lines: at most this many warps per SM, where
+# the chip's queues stay short (the DRAM's random-sector rate is reached near 16 warps of 32 lanes)
+LOADED_MAX_WARPS = 4
+
+
+def loaded_terms(arch: str = "h200") -> dict:
+    """l2_latency_per_doubling and dram_latency_per_doubling from the pointer chases of 1, 4 and 32 lanes a warp
+    (`fixtures.issue_micro`, group "loaded"): per level, a chase step's cycles (the median over 1 to
+    LOADED_MAX_WARPS warps per SM) less what the L1TEX data stage and the SM's share of the L2 and DRAM bandwidth
+    (their micro-benchmark measurements) take for its lines beyond one, least squares over log2(lanes); the DRAM
+    rise is what it adds to L2's."""
+    from jaxsimt.apps import fixtures
+
+    m = {k: float(v["value"]) for k, v in fixtures.timing_micro(arch).items()}
+    a = get_arch(arch)
+    per_sm_cycle = 1.0 / (m["sms"] * a.sector_size)  # sectors per SM-cycle for a chip-wide byte rate
+    rate = {"l2": m["l2_bytes_per_cycle"] * per_sm_cycle,
+            "dram": m["dram_gbytes_per_s"] / m["clock_ghz"] * per_sm_cycle}
+    slope = {}
+    for level in ("l2", "dram"):
+        rows = [r for r in fixtures.issue_micro(arch)
+                if r["group"] == "loaded" and r["level"] == level and r["warps_per_sm"] <= LOADED_MAX_WARPS]
+        lanes = sorted({r["lanes"] for r in rows})
+        lat = [float(np.median([r["sm_cycles"] / r["iters"] for r in rows if r["lanes"] == n])) for n in lanes]
+        stages = [max(n * m["shared_cycles_per_wavefront"], n / rate["l2"],
+                      n / rate["dram"] if level == "dram" else 0.0) for n in lanes]
+        x = np.log2(lanes)
+        y = np.asarray(lat) - (np.asarray(stages) - stages[0])
+        slope[level] = float(np.polyfit(x, y, 1)[0])
+    return {"l2_latency_per_doubling": slope["l2"], "dram_latency_per_doubling": slope["dram"] - slope["l2"]}
+
+
 def measured(arch: str = "h200") -> dict:
     """{Timing field: value} measured by the micro-benchmarks (`fixtures.timing_micro`, `launch_terms`): the
     fields the fit moves or holds (HELD) that a micro-benchmark measures ({} without the fixture; NOT_MEASURED

@@ -262,6 +262,15 @@ def timing_micro(arch: str = "h200") -> dict[str, dict]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def issue_micro(arch: str = "h200") -> list[dict]:
+    """The issue micro-benchmarks' runs (`jaxsimt/kernels/cuda/micro_issue.cu`, `issue_micro/micro_issue.jsonl`),
+    one dict per run: group ("regbank", "icache", "loaded"), kernel, sm_cycles (the median repeat's busiest SM),
+    iters, and the group's own fields (loaded: level, lanes, warps_per_sm)."""
+    return [json.loads(ln) for ln in _text(arch, "issue_micro/micro_issue.jsonl").splitlines()
+            if ln.strip().startswith("{") and '"group":"device"' not in ln.replace(" ", "")]
+
+
 def l1_rates(arch: str = "h200") -> dict[str, dict]:
     """The L1 hit path by request shape (kernels/cuda/l1_rate.cu: `timing_micro/l1_rate_events.csv`, runs
     averaged, and ncu's counts per launch in `l1_rate_ncu.csv`): shape -> {'sectors', 'lines' (ncu's

@@ -76,7 +76,7 @@ def _instruction_table(p: dict, k: mc.Kernel, lo: dict, shape: mc.Shape):
     miss = sec * (1.0 - hit_l1)
     d2 = miss / lo["sectors_per_cycle_l2"]
     d3 = miss * todr / lo["sectors_per_cycle_dram"]
-    glat = mc._global_latency(hit_l1, k["dram_wait"], p)
+    glat = mc._global_latency(hit_l1, k["dram_wait"], req, k["wavefronts"], p)
     wav = mc._data_stage_cycles(k["wavefronts"], p)
     # with the queues idle the global stages overlap as in the exact replay: the longest of them, then the latency
     done = jnp.where(is_sh, wav + p["shared_latency"],

@@ -121,11 +121,19 @@ def _data_stage_cycles(wavefronts, p: dict):
     return jnp.maximum(wavefronts, 1.0) * p["shared_cycles_per_wavefront"]
 
 
-def _global_latency(hit_l1, dram_wait, p: dict):
+def _global_latency(hit_l1, dram_wait, requests, lines, p: dict):
     """Cycles from a global access's last stage to its data: L1's latency for the sectors L1 holds, L2's for
-    the misses, DRAM's for the misses that wait for DRAM (`Trace.dram_wait`), in proportion."""
-    return (p["l1_latency"] + (1.0 - hit_l1) * (p["l2_latency"] - p["l1_latency"])
-            + (1.0 - hit_l1) * dram_wait * (p["dram_latency"] - p["l2_latency"]))
+    the misses, DRAM's for the misses that wait for DRAM (`Trace.dram_wait`), in proportion; and, since a
+    request waits for the slowest of its lines, the L2 and DRAM latencies' rise per doubling of the lines a
+    request misses (`lines` of `requests`: `Trace.wavefronts` of a global access)."""
+    miss = 1.0 - hit_l1
+    per_request = lines / jnp.maximum(requests, 1.0)
+    doublings = lambda n: jnp.log2(jnp.maximum(n, 1.0))  # noqa: E731
+    return (p["l1_latency"] + miss * (p["l2_latency"] - p["l1_latency"])
+            + miss * dram_wait * (p["dram_latency"] - p["l2_latency"])
+            + jnp.where(miss > 0, p["l2_latency_per_doubling"] * doublings(per_request * miss), 0.0)
+            + jnp.where(miss * dram_wait > 0,
+                        p["dram_latency_per_doubling"] * doublings(per_request * miss * dram_wait), 0.0))
 
 
 def _sm_start(p: dict, k: Kernel, queue, n_queue, share, shape: Shape, n_regs: int):

@@ -129,7 +129,7 @@ def _replay_sm(p: dict, k: Kernel, queue, n_queue, share, total, policy, shape: 
         dsec = miss * todr
         s3 = jnp.maximum(s2, c["dram"])
         e3 = s3 + dsec / sectors_per_cycle_dram
-        glat = _global_latency(hit, k["dram_wait"][pcsel], p)
+        glat = _global_latency(hit, k["dram_wait"][pcsel], req, wf, p)
         d_end = jnp.maximum(c["mio"], s1) + wav  # its data stage (after the tag stage's start), which it waits for
         g_done = jnp.maximum(jnp.maximum(jnp.maximum(s1 + o1, d_end), jnp.where(miss > 0, e2, 0.0)),
                              jnp.where(dsec > 0, e3, 0.0)) + glat
@@ -358,7 +358,7 @@ def _replay_sm_fast(p: dict, k: Kernel, queue, n_queue, share, total, policy, ca
         o1 = _tag_stage_cycles(req, wf, p)
         miss = sec * (1.0 - hit_l1)
         dsec = miss * todr
-        glat = _global_latency(hit_l1, k["dram_wait"][pcsel], p)
+        glat = _global_latency(hit_l1, k["dram_wait"][pcsel], req, wf, p)
         # -- the SM's shared queues, one issue after another --
         mio, l1, l2, dram = c["mio"], c["l1"], c["l2"], c["dram"]
         gos, comp = [], []

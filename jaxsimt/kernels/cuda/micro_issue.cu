@@ -340,6 +340,69 @@ static void loaded() {
   CK(cudaFree(sink));
 }
 
+// a warp's 32 lanes load lines spread over a span: lane i the line `i * stride` after the step's first (stride 0:
+// each lane a random line of the buffer); the warp's next first line is lane 0's loaded value, shuffled to all,
+// so each step waits for the whole request. lanes = 1: lane 0 alone, the same instructions
+__global__ void chase_span(const unsigned long long* p, unsigned long long n_lines, int lanes, int stride,
+                           int steps, unsigned long long salt, long long* clk, unsigned long long* sink) {
+  const int lane = threadIdx.x & 31;
+  const unsigned long long g = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  unsigned long long j = (g * 1000003ull + salt) % n_lines;
+  const unsigned long long off = stride ? (unsigned long long)(lane * stride)
+                                        : ((lane + 1) * 2654435761ull) % n_lines;
+  unsigned long long v = 0;
+  __syncwarp();
+  long long t0 = clock64();
+  for (int s = 0; s < steps; ++s) {
+    if (lane < lanes) v = __ldcg(p + ((j + (lane ? off : 0)) % n_lines) * 16);
+    j = __shfl_sync(0xffffffffu, v, 0);
+  }
+  __syncwarp();
+  long long t1 = clock64();
+  if (v == 1ull) sink[0] = g;
+  record(clk, t0, t1);
+}
+
+static void span() {
+  long long* clk;
+  unsigned long long* sink;
+  CK(cudaMalloc(&clk, size_t(g_sms) * 64 * 2 * 8));
+  CK(cudaMalloc(&sink, 64));
+  std::vector<long long> hc(size_t(g_sms) * 64 * 2);
+  struct Level { const char* name; size_t bytes; int steps; };
+  for (const Level& lv : {Level{"l2", size_t(8) << 20, 256}, Level{"dram", size_t(1) << 30, 128}}) {
+    const size_t n = lv.bytes / 128;
+    unsigned long long* d;
+    CK(cudaMalloc(&d, lv.bytes));
+    auto next = chase_next(n, 11);
+    std::vector<unsigned long long> h(lv.bytes / 8, 0);
+    for (size_t i = 0; i < n; ++i) h[i * 16] = next[i];
+    CK(cudaMemcpy(d, h.data(), lv.bytes, cudaMemcpyHostToDevice));
+    for (int lanes : {1, 32}) {
+      for (int stride : {1, 2, 4, 8, 16, 64, 512, 0}) {
+        if (lanes == 1 && stride != 1) continue;
+        for (int w : {1, 4}) {
+          std::vector<double> reps;
+          for (int r = 0; r < 4; ++r) {
+            chase_span<<<g_sms, 32 * w>>>(d, n, lanes, stride, lv.steps, 17 + 7777777ull * r, clk, sink);
+            CK(cudaGetLastError());
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemcpy(hc.data(), clk, size_t(g_sms) * w * 2 * 8, cudaMemcpyDeviceToHost));
+            if (r) reps.push_back(sm_cycles(hc, g_sms, w));
+          }
+          std::sort(reps.begin(), reps.end());
+          std::string extra = ",\"level\":\"" + std::string(lv.name) + "\",\"lanes\":" + std::to_string(lanes) +
+                              ",\"stride_lines\":" + std::to_string(stride) + ",\"warps_per_sm\":" + std::to_string(w);
+          emit_run("span", std::string("chase_span_") + lv.name, 0, lv.steps, 1, reps[reps.size() / 2], extra);
+        }
+      }
+    }
+    CK(cudaFree(d));
+  }
+  CK(cudaFree(clk));
+  CK(cudaFree(sink));
+}
+
 int main(int argc, char** argv) {
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i)
@@ -354,5 +417,6 @@ int main(int argc, char** argv) {
   if (want("regbank")) run_loops("regbank", kRb, 1 << 18, 1);
   if (want("icache")) run_loops("icache", kIc, 1 << 19, 2);
   if (want("loaded")) loaded();
+  if (want("span")) span();
   return 0;
 }
