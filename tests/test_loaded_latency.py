@@ -31,6 +31,24 @@ def test_the_rise_follows_the_lines_of_a_request_not_the_lines_in_flight():
         assert c[(1, 1)] < c[(4, 1)] * 1.15 and c[(4, 1)] < c[(32, 1)], level
 
 
+def test_adjacent_lines_rise_less_from_dram_and_alike_in_l2():
+    """The span runs (an H100 80GB HBM3, data/h200/issue_micro/span_h100.jsonl): 32 lines a request against one
+    line, the same instructions. In L2 the rise does not depend on where the lines are; from DRAM it grows
+    with their span, adjacent lines rising about half as much as random ones."""
+    c = {(r["level"], r["lanes"], r["stride_lines"], r["warps_per_sm"]): r["sm_cycles"] / r["iters"]
+         for r in fixtures.issue_micro_runs("issue_micro/span_h100.jsonl")}
+    strides = (1, 2, 4, 8, 16, 64, 512, 0)  # 0: random lines
+    rise = {lv: [c[(lv, 32, s, 4)] - c[(lv, 1, 1, 4)] for s in strides] for lv in ("l2", "dram")}
+    assert max(rise["l2"]) - min(rise["l2"]) < 0.1 * min(rise["l2"])
+    assert all(a <= b + 10 for a, b in zip(rise["dram"], rise["dram"][1:]))  # grows with the span
+    assert 0.4 < rise["dram"][0] / rise["dram"][-1] < 0.65
+    loaded = {(r["level"], r["lanes"]): r["sm_cycles"] / r["iters"]
+              for r in fixtures.issue_micro_runs("issue_micro/loaded_h100.jsonl") if r["warps_per_sm"] == 1}
+    for (level, lanes), h100 in loaded.items():  # the two chips' chases agree: the H100's runs speak for both
+        if level == "dram":
+            assert h100 == pytest.approx(_step_cycles(level)[(lanes, 1)], rel=0.05)
+
+
 def test_the_measured_rise():
     """Per doubling of a request's random lines, beyond the L1TEX and bandwidth stages: a few cycles in L2
     (near and far slices), tens more from DRAM; off in the committed parameters (Timing's comment says why)."""

@@ -263,12 +263,18 @@ def timing_micro(arch: str = "h200") -> dict[str, dict]:
 
 
 @functools.lru_cache(maxsize=None)
-def issue_micro(arch: str = "h200") -> list[dict]:
-    """The issue micro-benchmarks' runs (`jaxsimt/kernels/cuda/micro_issue.cu`, `issue_micro/micro_issue.jsonl`),
-    one dict per run: group ("regbank", "icache", "loaded"), kernel, sm_cycles (the median repeat's busiest SM),
-    iters, and the group's own fields (loaded: level, lanes, warps_per_sm)."""
-    return [json.loads(ln) for ln in _text(arch, "issue_micro/micro_issue.jsonl").splitlines()
+def issue_micro_runs(name: str = "issue_micro/micro_issue.jsonl", arch: str = "h200") -> list[dict]:
+    """Runs of the issue micro-benchmarks (`jaxsimt/kernels/cuda/micro_issue.cu`) from one of their JSON-lines
+    files, one dict per run: group ("regbank", "icache", "loaded", "span"), kernel, sm_cycles (the median
+    repeat's busiest SM), iters, and the group's own fields (loaded: level, lanes, warps_per_sm; span: also
+    stride_lines)."""
+    return [json.loads(ln) for ln in _text(arch, name).splitlines()
             if ln.strip().startswith("{") and '"group":"device"' not in ln.replace(" ", "")]
+
+
+def issue_micro(arch: str = "h200") -> list[dict]:
+    """The H200's issue micro-benchmark runs (`issue_micro/micro_issue.jsonl`; `issue_micro_runs`)."""
+    return issue_micro_runs("issue_micro/micro_issue.jsonl", arch)
 
 
 def l1_rates(arch: str = "h200") -> dict[str, dict]:
