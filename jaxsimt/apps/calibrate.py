@@ -364,6 +364,23 @@ def loaded_terms(arch: str = "h200") -> dict:
     return {"l2_latency_per_doubling": slope["l2"], "dram_latency_per_doubling": slope["dram"] - slope["l2"]}
 
 
+def issue_terms(arch: str = "h200") -> dict:
+    """branch_latency and lsu_issue from the branch and shuffle loops of `micro_issue.cu` ("branch", "mio"), run on
+    an H100 80GB HBM3: the H200's SM (GH100, the same 1.98 GHz clock), where the two chips differ in their memory
+    (`issue_micro/branch_mio_h100.jsonl`). branch_latency: a one-warp-a-scheduler loop's cycles an iteration (the
+    median over bodies of 1 to 16 independent FFMAs, all ~31) less the counter's and the compare's dependent
+    latencies (2 x the measured `alu_latency`): what the model's chain add -> setp -> bra -> next issue leaves to
+    the branch. lsu_issue: cycles between a scheduler's independent shuffles with 2 to 8 warps a scheduler."""
+    from jaxsimt.apps import fixtures
+
+    alu = float(fixtures.timing_micro(arch)["alu_latency"]["value"])
+    rows = fixtures.issue_micro_runs("issue_micro/branch_mio_h100.jsonl", arch)
+    loop = [r["sm_cycles"] / r["iters"] for r in rows if r["group"] == "branch" and r["warps_per_scheduler"] == 1]
+    shfl = [r["sm_cycles"] / (r["iters"] * r["per_iter"] * r["warps_per_scheduler"])
+            for r in rows if r["group"] == "mio" and r["warps_per_scheduler"] >= 2]
+    return {"branch_latency": float(np.median(loop)) - 2.0 * alu, "lsu_issue": float(np.median(shfl))}
+
+
 def measured(arch: str = "h200") -> dict:
     """{Timing field: value} measured by the micro-benchmarks (`fixtures.timing_micro`, `launch_terms`): the
     fields the fit moves or holds (HELD) that a micro-benchmark measures ({} without the fixture; NOT_MEASURED
@@ -376,10 +393,11 @@ def measured(arch: str = "h200") -> dict:
         return {}
     out = {r["param"]: float(r["value"]) for r in m.values()
            if r.get("param") in FIT + HELD and r["param"] not in NOT_MEASURED}
-    try:
-        out.update({k: v for k, v in launch_terms(arch).items() if k in FIT + HELD})
-    except fixtures.FixtureNotFound:
-        pass
+    for terms in (launch_terms, issue_terms):
+        try:
+            out.update({k: v for k, v in terms(arch).items() if k in FIT + HELD})
+        except fixtures.FixtureNotFound:
+            pass
     return out
 
 

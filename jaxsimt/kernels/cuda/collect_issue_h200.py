@@ -26,7 +26,7 @@ import device_tools  # noqa: E402
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--only", action="append", default=[], help="regbank, icache, loaded or span (repeatable)")
+    ap.add_argument("--only", action="append", default=[], help="regbank, icache, loaded, span, branch or mio (repeatable)")
     a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     log = open(os.path.join(a.out, "log.txt"), "w")

@@ -271,6 +271,63 @@ static const RbCase kIc[] = {
 };
 
 // ------------------------------------------------------------------------------------------------
+// Branches and the MIO issue rate
+// ------------------------------------------------------------------------------------------------
+
+// N independent FFMAs, then the loop's counter, compare and branch: one taken branch an iteration (not
+// unrolled), so with one warp a scheduler an iteration's cycles less its instructions' are the branch's cost
+template <int N>
+__global__ void br_loop(const float* in, float* out, int iters, long long* clk) {
+  const int lane = threadIdx.x & 31;
+  float x[8];
+  const float b = in[200 + lane], c = in[300 + lane];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) x[i] = in[lane + i];
+  long long t0 = clock64();
+#pragma unroll 1
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) x[k % 8] = fmaf(x[k % 8], b, c);
+  }
+  long long t1 = clock64();
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) s += x[i];
+  if (s == 1234.5f) out[0] = s;
+  record(clk, t0, t1);
+}
+
+// N independent shuffles an iteration (8 registers): the rate a scheduler issues into the MIO queue with no
+// shared-memory data stage behind it
+template <int N>
+__global__ void mio_shfl(const float* in, float* out, int iters, long long* clk) {
+  const int lane = threadIdx.x & 31;
+  float x[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) x[i] = in[lane + i];
+  long long t0 = clock64();
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) x[k % 8] = __shfl_xor_sync(0xffffffffu, x[k % 8], 1 + (k % 31));
+  }
+  long long t1 = clock64();
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) s += x[i];
+  if (s == 1234.5f) out[0] = s;
+  record(clk, t0, t1);
+}
+
+static const RbCase kBr[] = {
+    {"br_loop<1>", br_loop<1>, 1},   {"br_loop<2>", br_loop<2>, 2},   {"br_loop<4>", br_loop<4>, 4},
+    {"br_loop<8>", br_loop<8>, 8},   {"br_loop<16>", br_loop<16>, 16},
+};
+
+static const RbCase kMio[] = {
+    {"mio_shfl<8>", mio_shfl<8>, 8}, {"mio_shfl<32>", mio_shfl<32>, 32},
+};
+
+// ------------------------------------------------------------------------------------------------
 // Memory latency under load
 // ------------------------------------------------------------------------------------------------
 
@@ -418,5 +475,7 @@ int main(int argc, char** argv) {
   if (want("icache")) run_loops("icache", kIc, 1 << 19, 2);
   if (want("loaded")) loaded();
   if (want("span")) span();
+  if (want("branch")) run_loops("branch", kBr, 1 << 16, 1);
+  if (want("mio")) run_loops("mio", kMio, 1 << 16, 1);
   return 0;
 }
