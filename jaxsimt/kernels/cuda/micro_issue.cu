@@ -358,37 +358,59 @@ static std::vector<size_t> chase_next(size_t n, unsigned seed) {
   return next;
 }
 
+struct Level { const char* name; size_t bytes; int steps; };
+static const Level kLevels[] = {{"l2", size_t(8) << 20, 256}, {"dram", size_t(1) << 30, 128}};
+
+// a random cycle through the level's 128-byte lines, each line's first word the next line's address (pointers)
+// or index
+static unsigned long long* chase_buffer(const Level& lv, bool pointers) {
+  const size_t n = lv.bytes / 128;
+  unsigned long long* d;
+  CK(cudaMalloc(&d, lv.bytes));
+  auto next = chase_next(n, 11);
+  std::vector<unsigned long long> h(lv.bytes / 8, 0);
+  const unsigned long long base = pointers ? reinterpret_cast<unsigned long long>(d) : 0;
+  for (size_t i = 0; i < n; ++i) h[i * 16] = pointers ? base + next[i] * 128 : next[i];
+  CK(cudaMemcpy(d, h.data(), lv.bytes, cudaMemcpyHostToDevice));
+  return d;
+}
+
+// the median busiest-SM cycles of launch(salt) over 3 repeats after a first (which warms the L2 for the 8 MiB
+// cycle); each repeat starts elsewhere on the cycle, so the 1 GiB one finds no line an earlier repeat loaded
+template <class Launch>
+static double chase_cycles(Launch launch, int warps, long long* clk, std::vector<long long>& hc) {
+  std::vector<double> reps;
+  for (int r = 0; r < 4; ++r) {
+    launch(17 + 7777777ull * r);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(hc.data(), clk, size_t(g_sms) * warps * 2 * 8, cudaMemcpyDeviceToHost));
+    if (r) reps.push_back(sm_cycles(hc, g_sms, warps));
+  }
+  std::sort(reps.begin(), reps.end());
+  return reps[reps.size() / 2];
+}
+
+static std::string level_fields(const Level& lv, int lanes) {
+  return ",\"level\":\"" + std::string(lv.name) + "\",\"lanes\":" + std::to_string(lanes);
+}
+
 static void loaded() {
   long long* clk;
   unsigned long long* sink;
   CK(cudaMalloc(&clk, size_t(g_sms) * 64 * 2 * 8));
   CK(cudaMalloc(&sink, 64));
   std::vector<long long> hc(size_t(g_sms) * 64 * 2);
-  struct Level { const char* name; size_t bytes; int steps; };
-  for (const Level& lv : {Level{"l2", size_t(8) << 20, 256}, Level{"dram", size_t(1) << 30, 128}}) {
+  for (const Level& lv : kLevels) {
     const size_t n = lv.bytes / 128;
-    unsigned long long* d;
-    CK(cudaMalloc(&d, lv.bytes));
-    auto next = chase_next(n, 11);
-    std::vector<unsigned long long> h(lv.bytes / 8, 0);
-    const unsigned long long base = reinterpret_cast<unsigned long long>(d);
-    for (size_t i = 0; i < n; ++i) h[i * 16] = base + next[i] * 128;
-    CK(cudaMemcpy(d, h.data(), lv.bytes, cudaMemcpyHostToDevice));
+    unsigned long long* d = chase_buffer(lv, true);
     for (int lanes : {1, 4, 32}) {
       for (int w : {1, 2, 4, 8, 16, 32}) {
-        std::vector<double> reps;
-        for (int r = 0; r < 4; ++r) {  // the first warms the L2 for the 8 MiB cycle
-          // each repeat starts elsewhere on the cycle, so the 1 GiB one finds no line an earlier repeat loaded
-          chase_loaded<<<g_sms, 32 * w>>>(d, n, lanes, lv.steps, 17 + 7777777ull * r, clk, sink);
-          CK(cudaGetLastError());
-          CK(cudaDeviceSynchronize());
-          CK(cudaMemcpy(hc.data(), clk, size_t(g_sms) * w * 2 * 8, cudaMemcpyDeviceToHost));
-          if (r) reps.push_back(sm_cycles(hc, g_sms, w));
-        }
-        std::sort(reps.begin(), reps.end());
-        std::string extra = ",\"level\":\"" + std::string(lv.name) + "\",\"lanes\":" + std::to_string(lanes) +
-                            ",\"warps_per_sm\":" + std::to_string(w);
-        emit_run("loaded", std::string("chase_loaded_") + lv.name, 0, lv.steps, 1, reps[reps.size() / 2], extra);
+        auto launch = [&](unsigned long long salt) {
+          chase_loaded<<<g_sms, 32 * w>>>(d, n, lanes, lv.steps, salt, clk, sink);
+        };
+        emit_run("loaded", std::string("chase_loaded_") + lv.name, 0, lv.steps, 1, chase_cycles(launch, w, clk, hc),
+                 level_fields(lv, lanes) + ",\"warps_per_sm\":" + std::to_string(w));
       }
     }
     CK(cudaFree(d));
@@ -426,31 +448,19 @@ static void span() {
   CK(cudaMalloc(&clk, size_t(g_sms) * 64 * 2 * 8));
   CK(cudaMalloc(&sink, 64));
   std::vector<long long> hc(size_t(g_sms) * 64 * 2);
-  struct Level { const char* name; size_t bytes; int steps; };
-  for (const Level& lv : {Level{"l2", size_t(8) << 20, 256}, Level{"dram", size_t(1) << 30, 128}}) {
+  for (const Level& lv : kLevels) {
     const size_t n = lv.bytes / 128;
-    unsigned long long* d;
-    CK(cudaMalloc(&d, lv.bytes));
-    auto next = chase_next(n, 11);
-    std::vector<unsigned long long> h(lv.bytes / 8, 0);
-    for (size_t i = 0; i < n; ++i) h[i * 16] = next[i];
-    CK(cudaMemcpy(d, h.data(), lv.bytes, cudaMemcpyHostToDevice));
+    unsigned long long* d = chase_buffer(lv, false);
     for (int lanes : {1, 32}) {
       for (int stride : {1, 2, 4, 8, 16, 64, 512, 0}) {
         if (lanes == 1 && stride != 1) continue;
         for (int w : {1, 4}) {
-          std::vector<double> reps;
-          for (int r = 0; r < 4; ++r) {
-            chase_span<<<g_sms, 32 * w>>>(d, n, lanes, stride, lv.steps, 17 + 7777777ull * r, clk, sink);
-            CK(cudaGetLastError());
-            CK(cudaDeviceSynchronize());
-            CK(cudaMemcpy(hc.data(), clk, size_t(g_sms) * w * 2 * 8, cudaMemcpyDeviceToHost));
-            if (r) reps.push_back(sm_cycles(hc, g_sms, w));
-          }
-          std::sort(reps.begin(), reps.end());
-          std::string extra = ",\"level\":\"" + std::string(lv.name) + "\",\"lanes\":" + std::to_string(lanes) +
-                              ",\"stride_lines\":" + std::to_string(stride) + ",\"warps_per_sm\":" + std::to_string(w);
-          emit_run("span", std::string("chase_span_") + lv.name, 0, lv.steps, 1, reps[reps.size() / 2], extra);
+          auto launch = [&](unsigned long long salt) {
+            chase_span<<<g_sms, 32 * w>>>(d, n, lanes, stride, lv.steps, salt, clk, sink);
+          };
+          emit_run("span", std::string("chase_span_") + lv.name, 0, lv.steps, 1, chase_cycles(launch, w, clk, hc),
+                   level_fields(lv, lanes) + ",\"stride_lines\":" + std::to_string(stride) +
+                       ",\"warps_per_sm\":" + std::to_string(w));
         }
       }
     }
