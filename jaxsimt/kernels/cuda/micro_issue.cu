@@ -48,6 +48,22 @@ __device__ __forceinline__ void record(long long* clk, long long t0, long long t
 }
 
 // median over blocks of (last end - first start) of the block's warps
+// a loop's K registers from in[lane], in[lane + 1], ...
+template <int K>
+__device__ __forceinline__ void load_regs(float (&x)[K], const float* in, int lane) {
+#pragma unroll
+  for (int i = 0; i < K; ++i) x[i] = in[lane + i];
+}
+
+// keeps a loop's K registers live: their sum, stored only if it is a value it never is
+template <int K>
+__device__ __forceinline__ void keep(const float (&x)[K], float* out) {
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < K; ++i) s += x[i];
+  if (s == 1234.5f) out[0] = s;
+}
+
 static double sm_cycles(const std::vector<long long>& clk, int blocks, int warps) {
   std::vector<double> per;
   for (int b = 0; b < blocks; ++b) {
@@ -113,10 +129,7 @@ __global__ void rb_indep(const float* in, float* out, int iters, long long* clk)
     for (int i = 0; i < N; ++i) acc[i] = fmaf(x[i], y[i], acc[i]);
   }
   long long t1 = clock64();
-  float s = 0;
-#pragma unroll
-  for (int i = 0; i < N; ++i) s += acc[i];
-  if (s == 1234.5f) out[0] = s;
+  keep(acc, out);
   record(clk, t0, t1);
 }
 
@@ -137,10 +150,7 @@ __global__ void rb_shared(const float* in, float* out, int iters, long long* clk
     for (int i = 0; i < N; ++i) acc[i] = fmaf(x[i], y, acc[i]);
   }
   long long t1 = clock64();
-  float s = 0;
-#pragma unroll
-  for (int i = 0; i < N; ++i) s += acc[i];
-  if (s == 1234.5f) out[0] = s;
+  keep(acc, out);
   record(clk, t0, t1);
 }
 
@@ -160,10 +170,7 @@ __global__ void rb_pair(const float* in, float* out, int iters, long long* clk) 
     for (int i = 0; i < N; ++i) acc[i] = fmaf(x[i], x[(i + S) % N], acc[i]);
   }
   long long t1 = clock64();
-  float s = 0;
-#pragma unroll
-  for (int i = 0; i < N; ++i) s += acc[i];
-  if (s == 1234.5f) out[0] = s;
+  keep(acc, out);
   record(clk, t0, t1);
 }
 
@@ -246,18 +253,14 @@ __global__ void ic_body(const float* in, float* out, int iters, long long* clk) 
   const int lane = threadIdx.x & 31;
   float x[16];
   const float b = in[200 + lane], c = in[300 + lane];
-#pragma unroll
-  for (int i = 0; i < 16; ++i) x[i] = in[lane + i];
+  load_regs(x, in, lane);
   long long t0 = clock64();
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
     for (int k = 0; k < N; ++k) x[k % 16] = fmaf(x[k % 16], b, c);
   }
   long long t1 = clock64();
-  float s = 0;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) s += x[i];
-  if (s == 1234.5f) out[0] = s;
+  keep(x, out);
   record(clk, t0, t1);
 }
 
@@ -281,8 +284,7 @@ __global__ void br_loop(const float* in, float* out, int iters, long long* clk) 
   const int lane = threadIdx.x & 31;
   float x[8];
   const float b = in[200 + lane], c = in[300 + lane];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) x[i] = in[lane + i];
+  load_regs(x, in, lane);
   long long t0 = clock64();
 #pragma unroll 1
   for (int it = 0; it < iters; ++it) {
@@ -290,10 +292,7 @@ __global__ void br_loop(const float* in, float* out, int iters, long long* clk) 
     for (int k = 0; k < N; ++k) x[k % 8] = fmaf(x[k % 8], b, c);
   }
   long long t1 = clock64();
-  float s = 0;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) s += x[i];
-  if (s == 1234.5f) out[0] = s;
+  keep(x, out);
   record(clk, t0, t1);
 }
 
@@ -303,18 +302,14 @@ template <int N>
 __global__ void mio_shfl(const float* in, float* out, int iters, long long* clk) {
   const int lane = threadIdx.x & 31;
   float x[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) x[i] = in[lane + i];
+  load_regs(x, in, lane);
   long long t0 = clock64();
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
     for (int k = 0; k < N; ++k) x[k % 8] = __shfl_xor_sync(0xffffffffu, x[k % 8], 1 + (k % 31));
   }
   long long t1 = clock64();
-  float s = 0;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) s += x[i];
-  if (s == 1234.5f) out[0] = s;
+  keep(x, out);
   record(clk, t0, t1);
 }
 
